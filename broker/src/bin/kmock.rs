@@ -1,0 +1,101 @@
+//! The `kmock` binary: a fake Kafka cluster for tests in any language.
+
+use std::net::IpAddr;
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+/// A Kafka wire-protocol fake broker for tests.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a fake cluster until SIGINT or SIGTERM.
+    Serve(Serve),
+}
+
+#[derive(Debug, clap::Args)]
+struct Serve {
+    /// Number of brokers (node ids 1..=N).
+    #[arg(long, default_value_t = 1)]
+    brokers: usize,
+    /// A topic to create at start, as NAME:PARTITIONS (repeatable).
+    #[arg(long = "topic", value_name = "NAME:PARTITIONS", value_parser = parse_topic)]
+    topics: Vec<(String, i32)>,
+    /// Address to listen on and advertise.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+    /// Port of the first broker; the others take the next ports. 0 picks free ports.
+    #[arg(long, default_value_t = 9092)]
+    port: u16,
+    /// Refuse to create unknown topics on Metadata requests (Kafka's
+    /// auto.create.topics.enable=false).
+    #[arg(long)]
+    no_auto_create_topics: bool,
+    /// Partitions of an auto-created topic (Kafka's num.partitions).
+    #[arg(long, default_value_t = 1)]
+    default_partitions: i32,
+}
+
+fn parse_topic(s: &str) -> anyhow::Result<(String, i32)> {
+    let Some((name, partitions)) = s.rsplit_once(':') else {
+        bail!("expected NAME:PARTITIONS, e.g. orders:6");
+    };
+    let partitions: i32 = partitions
+        .parse()
+        .with_context(|| format!("partition count {partitions:?} is not a number"))?;
+    if partitions < 1 {
+        bail!("a topic needs at least one partition");
+    }
+    Ok((name.to_owned(), partitions))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+    }
+}
+
+async fn serve(args: Serve) -> anyhow::Result<()> {
+    if args.brokers == 0 {
+        bail!("--brokers must be at least 1");
+    }
+    let mut builder = kmock::Cluster::builder()
+        .brokers(args.brokers)
+        .host(args.host)
+        .port(args.port)
+        .auto_create_topics(!args.no_auto_create_topics)
+        .default_partitions(args.default_partitions);
+    for (name, partitions) in &args.topics {
+        builder = builder.topic(name, *partitions);
+    }
+    let cluster = builder.start().await?;
+    println!("bootstrap: {}", cluster.bootstrap());
+    shutdown_signal().await?;
+    tracing::info!("stopping");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

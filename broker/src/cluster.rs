@@ -1,0 +1,303 @@
+//! The cluster handle and its builder.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::error::Error;
+use crate::state::ClusterState;
+
+/// A broker's identity as clients see it in Metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// Node id (1, 2, … in start order).
+    pub node_id: i32,
+    /// The address its listener is bound to, and advertised.
+    pub addr: SocketAddr,
+}
+
+/// Settings fixed at start.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub brokers: usize,
+    pub host: IpAddr,
+    pub port: u16,
+    pub topics: Vec<(String, i32)>,
+    pub auto_create_topics: bool,
+    pub default_partitions: i32,
+    pub max_frame_bytes: usize,
+    pub cluster_id: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            brokers: 1,
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            topics: Vec::new(),
+            auto_create_topics: true,
+            default_partitions: 1,
+            max_frame_bytes: 100 * 1024 * 1024,
+            cluster_id: "kmock-cluster".to_owned(),
+        }
+    }
+}
+
+/// State shared by every listener and connection of one cluster.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Config,
+    pub brokers: Vec<BrokerInfo>,
+    pub state: Mutex<ClusterState>,
+    /// Woken on every append, so long-polling Fetch requests can look again.
+    pub data_arrived: Notify,
+    next_connection_id: AtomicU64,
+}
+
+impl Shared {
+    /// Locks the cluster state. A panic in another holder poisons nothing that matters here:
+    /// the state is still consistent between requests, so the lock is taken regardless.
+    pub fn state(&self) -> MutexGuard<'_, ClusterState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A connection id unique within the cluster, from 1.
+    pub fn next_connection_id(&self) -> u64 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Wall-clock now in ms since the Unix epoch (for LogAppendTime).
+    pub fn now_ms(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+}
+
+/// Builds and starts a [`Cluster`]. Nothing listens until [`ClusterBuilder::start`].
+#[derive(Debug, Default)]
+#[must_use = "a ClusterBuilder does nothing until .start().await"]
+pub struct ClusterBuilder {
+    config: Config,
+}
+
+impl ClusterBuilder {
+    /// Number of brokers, each with its own listener and node id (1..=n). Default 1.
+    ///
+    /// # Panics
+    /// If `n` is 0.
+    pub fn brokers(mut self, n: usize) -> Self {
+        assert!(n > 0, "a cluster needs at least one broker");
+        self.config.brokers = n;
+        self
+    }
+
+    /// Creates `name` with `partitions` partitions at start. Repeatable.
+    pub fn topic(mut self, name: &str, partitions: i32) -> Self {
+        self.config.topics.push((name.to_owned(), partitions));
+        self
+    }
+
+    /// The address listeners bind to and advertise. Default `127.0.0.1`.
+    pub fn host(mut self, host: IpAddr) -> Self {
+        self.config.host = host;
+        self
+    }
+
+    /// Port of the first broker; broker i listens on `port + i`. Default 0: every broker gets
+    /// an ephemeral port.
+    pub fn port(mut self, port: u16) -> Self {
+        self.config.port = port;
+        self
+    }
+
+    /// Whether Metadata requests create unknown topics (Kafka's `auto.create.topics.enable`,
+    /// default true; the client must also allow it). Default true.
+    pub fn auto_create_topics(mut self, enabled: bool) -> Self {
+        self.config.auto_create_topics = enabled;
+        self
+    }
+
+    /// Partitions of an auto-created topic, or of CreateTopics with -1 (Kafka's
+    /// `num.partitions`). Default 1.
+    pub fn default_partitions(mut self, partitions: i32) -> Self {
+        self.config.default_partitions = partitions;
+        self
+    }
+
+    /// Largest request frame accepted, in bytes; a larger one closes the connection (Kafka's
+    /// `socket.request.max.bytes`). Default 100 MiB.
+    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_frame_bytes = bytes;
+        self
+    }
+
+    /// The cluster id reported in Metadata and DescribeCluster. Default `kmock-cluster`.
+    pub fn cluster_id(mut self, id: &str) -> Self {
+        self.config.cluster_id = id.to_owned();
+        self
+    }
+
+    /// Binds every listener, creates the configured topics and starts serving.
+    ///
+    /// # Errors
+    /// [`Error::Bind`] when a port cannot be bound; [`Error::Topic`] when a configured topic is
+    /// invalid (bad name, fewer than one partition, given twice).
+    pub async fn start(self) -> Result<Cluster, Error> {
+        let config = self.config;
+        let mut listeners = Vec::with_capacity(config.brokers);
+        let mut brokers = Vec::with_capacity(config.brokers);
+        for i in 0..config.brokers {
+            let port = match config.port {
+                0 => 0,
+                first => first.checked_add(i as u16).ok_or(Error::Bind {
+                    addr: SocketAddr::new(config.host, first),
+                    source: std::io::Error::other("port range passes 65535"),
+                })?,
+            };
+            let addr = SocketAddr::new(config.host, port);
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|source| Error::Bind { addr, source })?;
+            let addr = listener
+                .local_addr()
+                .map_err(|source| Error::Bind { addr, source })?;
+            brokers.push(BrokerInfo {
+                node_id: i as i32 + 1,
+                addr,
+            });
+            listeners.push(listener);
+        }
+        let nodes = brokers.iter().map(|b| b.node_id).collect();
+        let seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut state = ClusterState::new(nodes, seed);
+        for (name, partitions) in &config.topics {
+            state
+                .create_topic(name, *partitions, BTreeMap::new())
+                .map_err(|e| Error::Topic(e.message))?;
+        }
+        let shared = Arc::new(Shared {
+            config,
+            brokers,
+            state: Mutex::new(state),
+            data_arrived: Notify::new(),
+            next_connection_id: AtomicU64::new(0),
+        });
+        let shutdown = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        for (listener, broker) in listeners.into_iter().zip(&shared.brokers) {
+            tracker.spawn(crate::server::serve(
+                listener,
+                broker.node_id,
+                Arc::clone(&shared),
+                shutdown.clone(),
+                tracker.clone(),
+            ));
+        }
+        tracing::info!(bootstrap = %bootstrap(&shared.brokers), "kmock cluster started");
+        Ok(Cluster {
+            inner: Arc::new(Inner {
+                shared,
+                shutdown,
+                tracker,
+            }),
+        })
+    }
+}
+
+/// A running fake Kafka cluster.
+///
+/// Cheap to clone (every clone is the same cluster) and `Send + Sync`. The cluster stops when
+/// [`Cluster::shutdown`] is awaited, or when the last clone is dropped.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), kmock::Error> {
+/// let cluster = kmock::Cluster::builder().brokers(3).topic("orders", 6).start().await?;
+/// assert_eq!(cluster.bootstrap().split(',').count(), 3);
+/// cluster.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl Cluster {
+    /// A builder with the defaults: one broker on an ephemeral loopback port, topic
+    /// auto-creation on.
+    pub fn builder() -> ClusterBuilder {
+        ClusterBuilder::default()
+    }
+
+    /// The `host:port,host:port` bootstrap string a client takes, one entry per broker.
+    pub fn bootstrap(&self) -> String {
+        bootstrap(&self.inner.shared.brokers)
+    }
+
+    /// Node ids and addresses of the brokers, in node id order.
+    pub fn brokers(&self) -> &[BrokerInfo] {
+        &self.inner.shared.brokers
+    }
+
+    /// Creates a topic as CreateTopics would, with Kafka's default configs.
+    ///
+    /// # Errors
+    /// [`Error::Topic`] when the name is invalid or taken, or `partitions` is below 1.
+    pub fn create_topic(&self, name: &str, partitions: i32) -> Result<(), Error> {
+        self.inner
+            .shared
+            .state()
+            .create_topic(name, partitions, BTreeMap::new())
+            .map(|_| ())
+            .map_err(|e| Error::Topic(e.message))
+    }
+
+    /// Node id of the leader of `topic`/`partition`, if the partition exists.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
+        let state = self.inner.shared.state();
+        Some(state.topics.get(topic)?.partition(partition)?.leader)
+    }
+
+    /// Stops every listener and connection and waits until they have ended; the ports are free
+    /// when this returns. Other clones of the handle see a stopped cluster.
+    pub async fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        self.inner.tracker.close();
+        self.inner.tracker.wait().await;
+    }
+}
+
+fn bootstrap(brokers: &[BrokerInfo]) -> String {
+    brokers
+        .iter()
+        .map(|b| b.addr.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}

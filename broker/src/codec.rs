@@ -1,0 +1,194 @@
+//! Request frames to typed requests, typed responses to frames, with the `kafka-protocol` crate.
+//!
+//! Version checks follow Kafka's `SocketServer` and `RequestContext`: a request whose API kmock
+//! does not implement, or whose version lies outside the range kmock advertises, closes the
+//! connection (Kafka raises `InvalidRequestException` there) — except ApiVersions, which a client
+//! sends before it knows the broker's range: a version kmock cannot parse is answered in v0 with
+//! UNSUPPORTED_VERSION and the full list of supported APIs, so the client can retry lower.
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable, VersionRange};
+
+/// A decoded request.
+#[derive(Debug)]
+pub struct Request {
+    /// The request header (correlation id, client id).
+    pub header: RequestHeader,
+    /// Which API.
+    pub api_key: ApiKey,
+    /// The API version the client used.
+    pub version: i16,
+    /// The decoded body.
+    pub body: RequestKind,
+}
+
+/// What a frame turned out to be.
+#[derive(Debug)]
+pub enum Decoded {
+    /// A request kmock can handle.
+    Request(Box<Request>),
+    /// ApiVersions at a version kmock cannot parse: answer in v0 with UNSUPPORTED_VERSION.
+    ApiVersionsFallback {
+        /// Echoed in the answer.
+        correlation_id: i32,
+        /// The version the client asked for.
+        version: i16,
+    },
+}
+
+/// Why a frame is not a request kmock can answer. Every variant closes the connection.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    /// Fewer bytes than the fixed start of a request header (api key, version, correlation id).
+    #[error("frame of {0} bytes is too short for a request header (at least 8)")]
+    TooShort(usize),
+    /// An API key Kafka does not define.
+    #[error("unknown API key {0}")]
+    UnknownApiKey(i16),
+    /// An API Kafka defines and kmock does not implement.
+    #[error("{0:?} (API key {key}) is not implemented by kmock", key = *.0 as i16)]
+    NotImplemented(ApiKey),
+    /// A version outside the advertised range.
+    #[error("{api:?} v{version} is not supported: kmock implements v{}..=v{}", range.min, range.max)]
+    UnsupportedVersion {
+        /// Which API.
+        api: ApiKey,
+        /// The version asked for.
+        version: i16,
+        /// What kmock implements.
+        range: VersionRange,
+    },
+    /// The request header does not decode.
+    #[error("{api:?} v{version} request header does not decode: {reason}")]
+    Header {
+        /// Which API.
+        api: ApiKey,
+        /// The version asked for.
+        version: i16,
+        /// The codec's reason.
+        reason: String,
+    },
+    /// The request body does not decode at the version given.
+    #[error("{api:?} v{version} request body does not decode: {reason}")]
+    Body {
+        /// Which API.
+        api: ApiKey,
+        /// The version asked for.
+        version: i16,
+        /// The codec's reason.
+        reason: String,
+    },
+    /// kmock built a response the codec cannot encode (a kmock bug).
+    #[error("{api:?} v{version} response does not encode: {reason}")]
+    Encode {
+        /// Which API.
+        api: ApiKey,
+        /// The version answered.
+        version: i16,
+        /// The codec's reason.
+        reason: String,
+    },
+}
+
+/// The fixed start of every request header, readable before anything is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderPeek {
+    /// API key as sent.
+    pub api_key: i16,
+    /// API version as sent.
+    pub version: i16,
+    /// Correlation id as sent.
+    pub correlation_id: i32,
+}
+
+/// Reads api key, version and correlation id without decoding the rest.
+///
+/// # Errors
+/// [`CodecError::TooShort`] for a frame under 8 bytes.
+pub fn peek_header(frame: &[u8]) -> Result<HeaderPeek, CodecError> {
+    if frame.len() < 8 {
+        return Err(CodecError::TooShort(frame.len()));
+    }
+    let mut b = frame;
+    Ok(HeaderPeek {
+        api_key: b.get_i16(),
+        version: b.get_i16(),
+        correlation_id: b.get_i32(),
+    })
+}
+
+/// Decodes a request frame (without its size prefix).
+///
+/// `supported` gives the version range kmock implements for an API, `None` if it does not.
+///
+/// # Errors
+/// [`CodecError`] saying why the frame cannot be answered; the connection must be closed.
+pub fn decode_request(
+    frame: Bytes,
+    supported: impl Fn(ApiKey) -> Option<VersionRange>,
+) -> Result<Decoded, CodecError> {
+    let peek = peek_header(&frame)?;
+    let api =
+        ApiKey::try_from(peek.api_key).map_err(|()| CodecError::UnknownApiKey(peek.api_key))?;
+    let range = supported(api).ok_or(CodecError::NotImplemented(api))?;
+    let version = peek.version;
+    if version < range.min || version > range.max {
+        if api == ApiKey::ApiVersions && version > range.max {
+            return Ok(Decoded::ApiVersionsFallback {
+                correlation_id: peek.correlation_id,
+                version,
+            });
+        }
+        return Err(CodecError::UnsupportedVersion {
+            api,
+            version,
+            range,
+        });
+    }
+    let mut buf = frame;
+    let header =
+        RequestHeader::decode(&mut buf, api.request_header_version(version)).map_err(|e| {
+            CodecError::Header {
+                api,
+                version,
+                reason: e.to_string(),
+            }
+        })?;
+    let body = RequestKind::decode(api, &mut buf, version).map_err(|e| CodecError::Body {
+        api,
+        version,
+        reason: e.to_string(),
+    })?;
+    Ok(Decoded::Request(Box::new(Request {
+        header,
+        api_key: api,
+        version,
+        body,
+    })))
+}
+
+/// Encodes a response frame (without its size prefix): the response header for `api` at
+/// `version`, then the body.
+///
+/// # Errors
+/// [`CodecError::Encode`] when the body does not fit the version (a kmock bug).
+pub fn encode_response(
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &ResponseKind,
+) -> Result<Bytes, CodecError> {
+    let fail = |e: anyhow::Error| CodecError::Encode {
+        api,
+        version,
+        reason: e.to_string(),
+    };
+    let mut buf = BytesMut::with_capacity(64);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, api.response_header_version(version))
+        .map_err(fail)?;
+    body.encode(&mut buf, version).map_err(fail)?;
+    Ok(buf.freeze())
+}

@@ -1,0 +1,20 @@
+//! The library's error type.
+
+use std::net::SocketAddr;
+
+/// What can go wrong when starting or driving a cluster.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A listener could not bind its address.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// A topic could not be created.
+    #[error("cannot create topic: {0}")]
+    Topic(String),
+}

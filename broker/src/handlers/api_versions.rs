@@ -1,0 +1,44 @@
+//! ApiVersions (API key 18), versions 0–4.
+//!
+//! Answers from [`super::REGISTRY`]. A version kmock cannot parse gets the v0 answer with
+//! UNSUPPORTED_VERSION (see [`crate::codec`]), as Kafka's `ApiVersionsRequest` handling does.
+//!
+//! Deviations from Apache Kafka: no supported or finalized features are advertised.
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, ResponseKind};
+use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::{Ctx, REGISTRY};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = ApiVersionsRequest::VERSIONS;
+
+/// Lists every implemented API with its version range.
+pub fn handle(_ctx: &Ctx<'_>, _request: ApiVersionsRequest, _version: i16) -> ApiVersionsResponse {
+    ApiVersionsResponse::default().with_api_keys(api_keys())
+}
+
+/// The v0 answer to an ApiVersions request at a version kmock cannot parse.
+pub fn unsupported_version_answer() -> ResponseKind {
+    ResponseKind::ApiVersions(
+        ApiVersionsResponse::default()
+            .with_error_code(ResponseError::UnsupportedVersion.code())
+            .with_api_keys(api_keys()),
+    )
+}
+
+fn api_keys() -> Vec<ApiVersion> {
+    let mut keys: Vec<ApiVersion> = REGISTRY
+        .iter()
+        .map(|(key, range)| {
+            ApiVersion::default()
+                .with_api_key(*key as i16)
+                .with_min_version(range.min)
+                .with_max_version(range.max)
+        })
+        .collect();
+    keys.sort_by_key(|k| k.api_key);
+    keys
+}

@@ -1,0 +1,85 @@
+//! CreatePartitions (API key 37), versions 0–3.
+//!
+//! Grows a topic to `count` partitions; new partitions' leaders continue the round-robin.
+//! A count not above the current one gets INVALID_PARTITIONS, an unknown topic
+//! UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST; `validate_only` checks only.
+//!
+//! Deviations from Apache Kafka: a manual assignment is checked for its length and broker ids
+//! but leaders stay round-robin.
+
+use std::collections::HashSet;
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = CreatePartitionsRequest::VERSIONS;
+
+/// Grows each topic.
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: CreatePartitionsRequest,
+    _version: i16,
+) -> CreatePartitionsResponse {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.as_str().to_owned())
+        .filter(|n| !seen.insert(n.clone()))
+        .collect();
+    let mut state = ctx.shared.state();
+    let nodes = state.nodes.clone();
+    let results = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.0.as_str();
+            let outcome = if duplicates.contains(name) {
+                Err((ResponseError::InvalidRequest, "topic named twice in one request".to_owned()))
+            } else {
+                match state.topics.get_mut(name) {
+                    None => Err((ResponseError::UnknownTopicOrPartition, format!("topic {name:?} does not exist"))),
+                    Some(topic) => {
+                        let current = topic.partitions.len() as i32;
+                        let new = t.count - current;
+                        let bad_assignment = t.assignments.as_ref().and_then(|a| {
+                            if a.len() as i32 != new {
+                                return Some(format!("{} assignments given for {new} new partitions", a.len()));
+                            }
+                            a.iter()
+                                .flat_map(|x| &x.broker_ids)
+                                .find(|b| !nodes.contains(&b.0))
+                                .map(|b| format!("unknown broker {} in assignment", b.0))
+                        });
+                        if new <= 0 {
+                            Err((
+                                ResponseError::InvalidPartitions,
+                                format!("topic has {current} partitions; the new count {} must be larger", t.count),
+                            ))
+                        } else if let Some(m) = bad_assignment {
+                            Err((ResponseError::InvalidReplicaAssignment, m))
+                        } else {
+                            if !request.validate_only {
+                                topic.add_partitions(t.count, &nodes);
+                            }
+                            Ok(())
+                        }
+                    }
+                }
+            };
+            let result = CreatePartitionsTopicResult::default().with_name(t.name);
+            match outcome {
+                Ok(()) => result,
+                Err((error, message)) => result
+                    .with_error_code(error.code())
+                    .with_error_message(Some(StrBytes::from_string(message))),
+            }
+        })
+        .collect();
+    CreatePartitionsResponse::default().with_results(results)
+}

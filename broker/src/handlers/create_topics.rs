@@ -1,0 +1,164 @@
+//! CreateTopics (API key 19), versions 2–7.
+//!
+//! Validates as Kafka's controller does: legal unique name, at least one partition (-1 takes
+//! the cluster default), replication factor -1 or 1..=brokers, known configs; `validate_only`
+//! checks without creating. v5+ answers carry the partition count, replication factor and
+//! every config with its source; v7 the topic id.
+//!
+//! Deviations from Apache Kafka: kmock keeps one replica, so a replication factor above 1 is
+//! accepted (up to the broker count) but reported as asked while the partition has one replica;
+//! a manual replica assignment sets the partition count, and leaders stay round-robin.
+
+use std::collections::{BTreeMap, HashSet};
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, Ctx};
+use crate::state::topics::TOPIC_CONFIG_DEFAULTS;
+use crate::state::CreateTopicError;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = CreateTopicsRequest::VERSIONS;
+
+/// Config source DEFAULT_CONFIG in DescribeConfigs and CreateTopics answers.
+pub const SOURCE_DEFAULT: i8 = 5;
+/// Config source TOPIC_CONFIG (a per-topic override).
+pub const SOURCE_TOPIC: i8 = 1;
+
+/// Creates (or, with `validate_only`, checks) each topic.
+pub fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.as_str().to_owned())
+        .filter(|name| !seen.insert(name.clone()))
+        .collect();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.clone();
+            if duplicates.contains(name.0.as_str()) {
+                return failed(
+                    name,
+                    ResponseError::InvalidRequest,
+                    "topic named twice in one request".into(),
+                );
+            }
+            match create(ctx, &t, request.validate_only) {
+                // Partition count, replication factor and configs are answered from v5.
+                Ok(result) if version < 5 => CreatableTopicResult::default()
+                    .with_name(result.name)
+                    .with_topic_id(result.topic_id),
+                Ok(result) => result,
+                Err(e) => failed(name, e.error, e.message),
+            }
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
+}
+
+fn create(
+    ctx: &Ctx<'_>,
+    t: &CreatableTopic,
+    validate_only: bool,
+) -> Result<CreatableTopicResult, CreateTopicError> {
+    let fail = |error, message: String| Err(CreateTopicError { error, message });
+    let brokers = ctx.shared.brokers.len() as i16;
+    if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
+        return fail(
+            ResponseError::InvalidRequest,
+            "both a replica assignment and a partition count or replication factor were given"
+                .into(),
+        );
+    }
+    for a in &t.assignments {
+        if let Some(b) = a
+            .broker_ids
+            .iter()
+            .find(|b| !ctx.shared.brokers.iter().any(|x| x.node_id == b.0))
+        {
+            return fail(
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "partition {} is assigned to unknown broker {}",
+                    a.partition_index, b.0
+                ),
+            );
+        }
+    }
+    let partitions = match (t.assignments.len(), t.num_partitions) {
+        (0, -1) => ctx.shared.config.default_partitions,
+        (0, n) => n,
+        (n, _) => n as i32,
+    };
+    let replication_factor = match t.replication_factor {
+        -1 => 1,
+        rf if rf < 1 || rf > brokers => {
+            return fail(
+                ResponseError::InvalidReplicationFactor,
+                format!("replication factor {rf} is not between 1 and the {brokers} brokers"),
+            )
+        }
+        rf => rf,
+    };
+    let configs: BTreeMap<String, String> = t
+        .configs
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c.name.as_str().to_owned(),
+                c.value.as_ref()?.as_str().to_owned(),
+            ))
+        })
+        .collect();
+    let mut state = ctx.shared.state();
+    let id = if validate_only {
+        state.check_new_topic(t.name.0.as_str(), partitions, &configs)?;
+        uuid::Uuid::nil()
+    } else {
+        state
+            .create_topic(t.name.0.as_str(), partitions, configs.clone())?
+            .id
+    };
+    Ok(CreatableTopicResult::default()
+        .with_name(t.name.clone())
+        .with_topic_id(id)
+        .with_num_partitions(partitions)
+        .with_replication_factor(replication_factor)
+        .with_configs(Some(describe(&configs))))
+}
+
+fn describe(overrides: &BTreeMap<String, String>) -> Vec<CreatableTopicConfigs> {
+    TOPIC_CONFIG_DEFAULTS
+        .iter()
+        .map(|(name, default)| {
+            let (value, source) = match overrides.get(*name) {
+                Some(v) => (v.as_str(), SOURCE_TOPIC),
+                None => (*default, SOURCE_DEFAULT),
+            };
+            CreatableTopicConfigs::default()
+                .with_name(str_bytes(name))
+                .with_value(Some(str_bytes(value)))
+                .with_config_source(source)
+        })
+        .collect()
+}
+
+fn failed(
+    name: kafka_protocol::messages::TopicName,
+    error: ResponseError,
+    message: String,
+) -> CreatableTopicResult {
+    CreatableTopicResult::default()
+        .with_name(name)
+        .with_error_code(error.code())
+        .with_error_message(Some(StrBytes::from_string(message)))
+}

@@ -1,0 +1,69 @@
+//! DeleteTopics (API key 20), versions 1–6.
+//!
+//! Deletes topics by name (v1–5 `topic_names`, v6 `topics` by name or id) with their logs.
+//! A deleted name can be created again and gets a new topic id.
+//!
+//! Deviations from Apache Kafka: deletion is immediate, where Kafka deletes asynchronously.
+
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+use uuid::Uuid;
+
+use super::{topic_name, Ctx};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = DeleteTopicsRequest::VERSIONS;
+
+/// Deletes each named topic.
+pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+    let targets: Vec<(Option<TopicName>, Uuid)> = if version >= 6 {
+        request
+            .topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
+    } else {
+        request
+            .topic_names
+            .into_iter()
+            .map(|n| (Some(n), Uuid::nil()))
+            .collect()
+    };
+    let mut state = ctx.shared.state();
+    let responses = targets
+        .into_iter()
+        .map(|(name, id)| {
+            let found = match &name {
+                Some(n) => state
+                    .topics
+                    .get(n.0.as_str())
+                    .map(|t| (t.name.clone(), t.id)),
+                None => state.topic_by_id(id).map(|t| (t.name.clone(), t.id)),
+            };
+            match found {
+                Some((found_name, found_id)) => {
+                    state.topics.remove(&found_name);
+                    tracing::debug!(topic = found_name, "topic deleted");
+                    DeletableTopicResult::default()
+                        .with_name(Some(topic_name(&found_name)))
+                        .with_topic_id(found_id)
+                }
+                None => {
+                    let error = if name.is_some() {
+                        ResponseError::UnknownTopicOrPartition
+                    } else {
+                        ResponseError::UnknownTopicId
+                    };
+                    DeletableTopicResult::default()
+                        .with_name(name)
+                        .with_topic_id(id)
+                        .with_error_code(error.code())
+                        .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                }
+            }
+        })
+        .collect();
+    DeleteTopicsResponse::default().with_responses(responses)
+}

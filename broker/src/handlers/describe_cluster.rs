@@ -1,0 +1,38 @@
+//! DescribeCluster (API key 60), versions 0–2.
+//!
+//! Deviations from Apache Kafka: `endpoint_type` 2 (controllers, KIP-919) is answered with the
+//! brokers, since kmock has no separate controllers; no authorized operations are reported.
+
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::protocol::{Message, VersionRange};
+
+use super::{str_bytes, Ctx};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = DescribeClusterRequest::VERSIONS;
+
+/// Lists the brokers, the cluster id and the controller (the first broker).
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: DescribeClusterRequest,
+    _version: i16,
+) -> DescribeClusterResponse {
+    let brokers = ctx
+        .shared
+        .brokers
+        .iter()
+        .map(|b| {
+            DescribeClusterBroker::default()
+                .with_broker_id(BrokerId(b.node_id))
+                .with_host(str_bytes(&b.addr.ip().to_string()))
+                .with_port(i32::from(b.addr.port()))
+        })
+        .collect();
+    DescribeClusterResponse::default()
+        .with_endpoint_type(request.endpoint_type)
+        .with_cluster_id(str_bytes(&ctx.shared.config.cluster_id))
+        .with_controller_id(BrokerId(ctx.shared.brokers[0].node_id))
+        .with_brokers(brokers)
+        .with_cluster_authorized_operations(i32::MIN)
+}

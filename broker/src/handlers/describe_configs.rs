@@ -1,0 +1,134 @@
+//! DescribeConfigs (API key 32), versions 1–4.
+//!
+//! Topic resources (type 2): every topic config kmock knows, with the topic's overrides
+//! (source TOPIC_CONFIG) or Kafka's defaults (source DEFAULT_CONFIG). Broker resources (type 4,
+//! name = a node id, or empty for the cluster default): the broker defaults clients read.
+//! `configuration_keys` filters the list.
+//!
+//! Deviations from Apache Kafka: broker configs are a short fixed list, not the whole
+//! `KafkaConfig`; synonyms and documentation are not filled in.
+
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::create_topics::{SOURCE_DEFAULT, SOURCE_TOPIC};
+use super::{str_bytes, Ctx};
+use crate::state::topics::TOPIC_CONFIG_DEFAULTS;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = DescribeConfigsRequest::VERSIONS;
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+/// Config source STATIC_BROKER_CONFIG.
+const SOURCE_STATIC_BROKER: i8 = 4;
+
+/// Broker configs reported, with kmock's values.
+const BROKER_CONFIGS: &[(&str, &str)] = &[
+    ("auto.create.topics.enable", "true"),
+    ("default.replication.factor", "1"),
+    ("message.max.bytes", "1048588"),
+    ("min.insync.replicas", "1"),
+    ("num.partitions", "1"),
+    ("offsets.topic.num.partitions", "50"),
+    ("socket.request.max.bytes", "104857600"),
+    ("transaction.max.timeout.ms", "900000"),
+];
+
+/// A config as answered: name, value, source.
+type Config = (String, String, i8);
+
+/// Describes each resource.
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: DescribeConfigsRequest,
+    _version: i16,
+) -> DescribeConfigsResponse {
+    let results = request.resources.iter().map(|r| describe(ctx, r)).collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfigsResult {
+    let name = resource.resource_name.as_str();
+    let result = DescribeConfigsResult::default()
+        .with_resource_type(resource.resource_type)
+        .with_resource_name(resource.resource_name.clone());
+    let configs: Result<Vec<Config>, (ResponseError, String)> = match resource.resource_type {
+        RESOURCE_TOPIC => match ctx.shared.state().topics.get(name) {
+            Some(topic) => Ok(TOPIC_CONFIG_DEFAULTS
+                .iter()
+                .map(|(k, default)| match topic.configs.get(*k) {
+                    Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
+                    None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
+                })
+                .collect()),
+            None => Err((
+                ResponseError::UnknownTopicOrPartition,
+                format!("topic {name:?} does not exist"),
+            )),
+        },
+        RESOURCE_BROKER => {
+            let known = name.is_empty()
+                || ctx
+                    .shared
+                    .brokers
+                    .iter()
+                    .any(|b| b.node_id.to_string() == name);
+            if known {
+                Ok(broker_configs(ctx))
+            } else {
+                Err((
+                    ResponseError::InvalidRequest,
+                    format!("broker {name:?} is not a node id of this cluster"),
+                ))
+            }
+        }
+        other => Err((
+            ResponseError::InvalidRequest,
+            format!("resource type {other} is not supported by kmock"),
+        )),
+    };
+    match configs {
+        Ok(configs) => result.with_configs(
+            configs
+                .into_iter()
+                .filter(|(k, _, _)| {
+                    resource
+                        .configuration_keys
+                        .as_ref()
+                        .is_none_or(|keys| keys.iter().any(|key| key.as_str() == k))
+                })
+                .map(|(k, v, source)| {
+                    DescribeConfigsResourceResult::default()
+                        .with_name(str_bytes(&k))
+                        .with_value(Some(str_bytes(&v)))
+                        .with_config_source(source)
+                })
+                .collect(),
+        ),
+        Err((error, message)) => result
+            .with_error_code(error.code())
+            .with_error_message(Some(StrBytes::from_string(message))),
+    }
+}
+
+fn broker_configs(ctx: &Ctx<'_>) -> Vec<Config> {
+    let config = &ctx.shared.config;
+    BROKER_CONFIGS
+        .iter()
+        .map(|(k, v)| {
+            let value = match *k {
+                "auto.create.topics.enable" => config.auto_create_topics.to_string(),
+                "num.partitions" => config.default_partitions.to_string(),
+                "socket.request.max.bytes" => config.max_frame_bytes.to_string(),
+                _ => (*v).to_owned(),
+            };
+            ((*k).to_owned(), value, SOURCE_STATIC_BROKER)
+        })
+        .collect()
+}

@@ -1,0 +1,188 @@
+//! Fetch (API key 1), versions 4–18.
+//!
+//! Reads whole stored batches from any offset in the log, up to `partition_max_bytes` per
+//! partition and `max_bytes` per response, except that the first batch found is returned even
+//! when larger (KIP-74). Long polling as Kafka's `ReplicaManager.fetchMessages`: the answer is
+//! sent as soon as `min_bytes` are available, any partition has an error, or `max_wait_ms` has
+//! passed. An offset below the log start or above the log end gets OFFSET_OUT_OF_RANGE;
+//! `read_committed` reads up to the last stable offset.
+//!
+//! Deviations from Apache Kafka: no incremental fetch sessions (KIP-227): every answer has
+//! session id 0, which tells the client to keep sending full fetch requests, and a request that
+//! names a session gets FETCH_SESSION_ID_NOT_FOUND. Follower fetches (`replica_id` ≥ 0) are
+//! answered as consumer fetches.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
+};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::ResponseError;
+use tokio::time::Instant;
+
+use super::Ctx;
+use crate::state::topics::Topic;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = FetchRequest::VERSIONS;
+
+const READ_COMMITTED: i8 = 1;
+
+/// Answers when enough data is there, an error occurs, or `max_wait_ms` passes.
+pub async fn handle(ctx: &Ctx<'_>, request: FetchRequest, version: i16) -> FetchResponse {
+    if request.session_id != 0 {
+        return FetchResponse::default()
+            .with_error_code(ResponseError::FetchSessionIdNotFound.code());
+    }
+    let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let deadline = Instant::now() + max_wait;
+    loop {
+        // Register for the wake-up before looking, so an append in between is not missed.
+        let arrived = ctx.shared.data_arrived.notified();
+        tokio::pin!(arrived);
+        arrived.as_mut().enable();
+        let read = read_all(ctx, &request, version);
+        let enough = read.bytes >= request.min_bytes.max(0) as usize;
+        if enough || read.error || Instant::now() >= deadline {
+            return FetchResponse::default().with_responses(read.topics);
+        }
+        tokio::select! {
+            () = &mut arrived => {}
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+struct Read {
+    topics: Vec<FetchableTopicResponse>,
+    bytes: usize,
+    error: bool,
+}
+
+fn read_all(ctx: &Ctx<'_>, request: &FetchRequest, version: i16) -> Read {
+    let state = ctx.shared.state();
+    let mut budget = request.max_bytes.max(0) as usize;
+    let mut out = Read {
+        topics: Vec::with_capacity(request.topics.len()),
+        bytes: 0,
+        error: false,
+    };
+    for fetch_topic in &request.topics {
+        let topic = if version >= 13 {
+            state.topic_by_id(fetch_topic.topic_id)
+        } else {
+            state.topics.get(fetch_topic.topic.0.as_str())
+        };
+        let partitions = fetch_topic
+            .partitions
+            .iter()
+            .map(|fp| {
+                let first_may_exceed = out.bytes == 0;
+                let data = match topic {
+                    None if version >= 13 => Err(ResponseError::UnknownTopicId),
+                    None => Err(ResponseError::UnknownTopicOrPartition),
+                    Some(topic) => read_partition(
+                        ctx,
+                        topic,
+                        fp,
+                        request.isolation_level,
+                        budget,
+                        first_may_exceed,
+                    ),
+                };
+                match data {
+                    Ok(data) => {
+                        let n = data.records.as_ref().map_or(0, Bytes::len);
+                        out.bytes += n;
+                        budget = budget.saturating_sub(n);
+                        data
+                    }
+                    Err(error) => {
+                        out.error = true;
+                        partition_error(fp.partition, error, topic, version)
+                    }
+                }
+            })
+            .collect();
+        out.topics.push(
+            FetchableTopicResponse::default()
+                .with_topic(fetch_topic.topic.clone())
+                .with_topic_id(fetch_topic.topic_id)
+                .with_partitions(partitions),
+        );
+    }
+    out
+}
+
+fn read_partition(
+    ctx: &Ctx<'_>,
+    topic: &Topic,
+    fp: &FetchPartition,
+    isolation_level: i8,
+    budget: usize,
+    first_may_exceed: bool,
+) -> Result<PartitionData, ResponseError> {
+    let partition = topic
+        .partition(fp.partition)
+        .ok_or(ResponseError::UnknownTopicOrPartition)?;
+    if partition.leader != ctx.node_id {
+        return Err(ResponseError::NotLeaderOrFollower);
+    }
+    partition.check_leader_epoch(fp.current_leader_epoch)?;
+    let log = &partition.log;
+    if fp.fetch_offset < log.log_start_offset() || fp.fetch_offset > log.log_end_offset() {
+        return Err(ResponseError::OffsetOutOfRange);
+    }
+    let high_watermark = log.high_watermark();
+    let last_stable_offset = log.last_stable_offset();
+    let until = if isolation_level == READ_COMMITTED {
+        last_stable_offset
+    } else {
+        high_watermark
+    };
+    let max_bytes = budget.min(fp.partition_max_bytes.max(0) as usize);
+    let records = log.read(fp.fetch_offset, until, max_bytes, first_may_exceed);
+    Ok(PartitionData::default()
+        .with_partition_index(fp.partition)
+        .with_high_watermark(high_watermark)
+        .with_last_stable_offset(last_stable_offset)
+        .with_log_start_offset(log.log_start_offset())
+        .with_aborted_transactions((isolation_level == READ_COMMITTED).then(Vec::new))
+        .with_preferred_read_replica(BrokerId(-1))
+        .with_records(Some(records)))
+}
+
+fn partition_error(
+    index: i32,
+    error: ResponseError,
+    topic: Option<&Topic>,
+    version: i16,
+) -> PartitionData {
+    // The current leader is reported from v12 (KIP-951).
+    let leader = topic
+        .and_then(|t| t.partition(index))
+        .filter(|_| version >= 12);
+    let current_leader = match (error, leader) {
+        (ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch, Some(p)) => {
+            LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(p.leader))
+                .with_leader_epoch(p.leader_epoch)
+        }
+        _ => LeaderIdAndEpoch::default()
+            .with_leader_id(BrokerId(-1))
+            .with_leader_epoch(-1),
+    };
+    PartitionData::default()
+        .with_partition_index(index)
+        .with_error_code(error.code())
+        .with_high_watermark(-1)
+        .with_last_stable_offset(-1)
+        .with_log_start_offset(-1)
+        .with_preferred_read_replica(BrokerId(-1))
+        .with_current_leader(current_leader)
+        .with_records(Some(Bytes::new()))
+}

@@ -1,0 +1,71 @@
+//! InitProducerId (API key 22), versions 0–5.
+//!
+//! Without a transactional id: a fresh producer id with epoch 0 on every call, as Kafka's
+//! `TransactionCoordinator.handleInitProducerId` (a KIP-360 bump request from an idempotent
+//! producer gets a fresh id too). With a transactional id: sent to any broker other than the
+//! transaction coordinator it gets NOT_COORDINATOR; a transaction timeout outside
+//! 1..=900000 ms gets INVALID_TRANSACTION_TIMEOUT; the first call allocates an id, later calls
+//! bump the epoch (a new id when the epoch is exhausted); a call naming a producer id and epoch
+//! (KIP-360) must name the current ones, else PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before
+//! v4, as Kafka maps it).
+//!
+//! Deviations from Apache Kafka: kmock has no transactions yet, so there is never an ongoing
+//! transaction to abort before the epoch is bumped.
+
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+use crate::state::coordinator::{coordinator_for, TRANSACTION_STATE_PARTITIONS};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = InitProducerIdRequest::VERSIONS;
+
+/// Kafka's default `transaction.max.timeout.ms`.
+const TRANSACTION_MAX_TIMEOUT_MS: i32 = 900_000;
+
+/// Allocates or bumps a producer id and epoch.
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: InitProducerIdRequest,
+    version: i16,
+) -> InitProducerIdResponse {
+    let fail = |error: ResponseError| {
+        InitProducerIdResponse::default()
+            .with_error_code(error.code())
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)
+    };
+    let mut state = ctx.shared.state();
+    let allocated = match request.transactional_id {
+        None => state.producers.allocate(),
+        Some(txn_id) => {
+            let txn_id = txn_id.0.as_str();
+            if coordinator_for(txn_id, TRANSACTION_STATE_PARTITIONS, &state.nodes) != ctx.node_id {
+                return fail(ResponseError::NotCoordinator);
+            }
+            if !(1..=TRANSACTION_MAX_TIMEOUT_MS).contains(&request.transaction_timeout_ms) {
+                return fail(ResponseError::InvalidTransactionTimeout);
+            }
+            if request.producer_id.0 != -1 {
+                let current = state.producers.transactional(txn_id);
+                let matches = current.is_some_and(|c| {
+                    c.producer_id == request.producer_id.0
+                        && c.producer_epoch == request.producer_epoch
+                });
+                if !matches {
+                    return fail(if version >= 4 {
+                        ResponseError::ProducerFenced
+                    } else {
+                        ResponseError::InvalidProducerEpoch
+                    });
+                }
+            }
+            state.producers.init_transactional(txn_id)
+        }
+    };
+    InitProducerIdResponse::default()
+        .with_producer_id(ProducerId(allocated.producer_id))
+        .with_producer_epoch(allocated.producer_epoch)
+}

@@ -1,0 +1,110 @@
+//! Metadata (API key 3), versions 0–13.
+//!
+//! Brokers, controller and, per topic, partitions with leader, leader epoch, replicas and ISR
+//! (kmock keeps one replica: the leader). Unknown topics are created when the cluster allows
+//! it (Kafka's `auto.create.topics.enable`) and the request does (`allow_auto_topic_creation`,
+//! always true before v4), with the cluster's default partition count.
+//!
+//! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
+//! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; internal
+//! topics (`__consumer_offsets`) are not listed.
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, topic_name, Ctx};
+use crate::state::topics::Topic;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = MetadataRequest::VERSIONS;
+
+const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+
+/// Answers with the brokers and the requested topics (all of them when `topics` is null, or
+/// empty in v0), creating unknown ones if allowed.
+pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> MetadataResponse {
+    let shared = ctx.shared;
+    let allow_create =
+        shared.config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
+    let mut state = shared.state();
+    let topics = match request.topics {
+        None => state.topics.values().map(topic_metadata).collect(),
+        Some(ref t) if t.is_empty() && version == 0 => {
+            state.topics.values().map(topic_metadata).collect()
+        }
+        Some(requested) => requested
+            .into_iter()
+            .map(|t| match t.name {
+                Some(name) => {
+                    let name = name.as_str();
+                    if let Some(topic) = state.topics.get(name) {
+                        return topic_metadata(topic);
+                    }
+                    if !allow_create {
+                        return topic_error(Some(name), ResponseError::UnknownTopicOrPartition);
+                    }
+                    let partitions = shared.config.default_partitions;
+                    match state.create_topic(name, partitions, Default::default()) {
+                        Ok(topic) => topic_metadata(topic),
+                        Err(e) => topic_error(Some(name), e.error),
+                    }
+                }
+                None => match state.topic_by_id(t.topic_id) {
+                    Some(topic) => topic_metadata(topic),
+                    None => {
+                        topic_error(None, ResponseError::UnknownTopicId).with_topic_id(t.topic_id)
+                    }
+                },
+            })
+            .collect(),
+    };
+    drop(state);
+    let brokers = shared
+        .brokers
+        .iter()
+        .map(|b| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(b.node_id))
+                .with_host(str_bytes(&b.addr.ip().to_string()))
+                .with_port(i32::from(b.addr.port()))
+        })
+        .collect();
+    MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_cluster_id(Some(str_bytes(&shared.config.cluster_id)))
+        .with_controller_id(BrokerId(shared.brokers[0].node_id))
+        .with_topics(topics)
+        .with_cluster_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
+}
+
+fn topic_metadata(topic: &Topic) -> MetadataResponseTopic {
+    let partitions = topic
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            MetadataResponsePartition::default()
+                .with_partition_index(index as i32)
+                .with_leader_id(BrokerId(p.leader))
+                .with_leader_epoch(p.leader_epoch)
+                .with_replica_nodes(vec![BrokerId(p.leader)])
+                .with_isr_nodes(vec![BrokerId(p.leader)])
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(topic_name(&topic.name)))
+        .with_topic_id(topic.id)
+        .with_partitions(partitions)
+        .with_topic_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
+}
+
+fn topic_error(name: Option<&str>, error: ResponseError) -> MetadataResponseTopic {
+    MetadataResponseTopic::default()
+        .with_name(name.map(topic_name))
+        .with_error_code(error.code())
+        .with_topic_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
+}

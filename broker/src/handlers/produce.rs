@@ -1,0 +1,178 @@
+//! Produce (API key 0), versions 3–13.
+//!
+//! acks 0, 1 and -1 (with one replica, -1 is satisfied on append); one record batch v2 per
+//! partition, validated as Kafka does ([`crate::state::batch::validate`]); offsets assigned by
+//! the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer. A partition
+//! this broker does not lead gets NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951).
+//!
+//! Deviations from Apache Kafka: transactional batches are refused with INVALID_TXN_STATE
+//! (kmock has no transactions yet); idempotent batches are appended without sequence checks
+//! (the producer state rules are a separate piece of work).
+
+use kafka_protocol::messages::produce_request::PartitionProduceData;
+use kafka_protocol::messages::produce_response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, Ctx};
+use crate::state::batch;
+use crate::state::topics::Topic;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
+
+/// Appends each partition's batch; `None` for acks = 0 (no answer is sent).
+pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Option<ProduceResponse> {
+    let acks_valid = matches!(request.acks, -1..=1);
+    let transactional = request.transactional_id.is_some();
+    let now_ms = ctx.shared.now_ms();
+    let mut other_leaders = Vec::new();
+    let mut appended = false;
+    let mut state = ctx.shared.state();
+    let responses = request
+        .topic_data
+        .into_iter()
+        .map(|topic_data| {
+            let mut topic = if version >= 13 {
+                state
+                    .topics
+                    .values_mut()
+                    .find(|t| t.id == topic_data.topic_id)
+            } else {
+                state.topics.get_mut(topic_data.name.0.as_str())
+            };
+            let partition_responses = topic_data
+                .partition_data
+                .into_iter()
+                .map(|data| {
+                    let index = data.index;
+                    let topic = match topic.as_deref_mut() {
+                        None if version >= 13 => {
+                            return error_response(index, ResponseError::UnknownTopicId, None)
+                        }
+                        None => {
+                            return error_response(
+                                index,
+                                ResponseError::UnknownTopicOrPartition,
+                                None,
+                            )
+                        }
+                        Some(topic) => topic,
+                    };
+                    if !acks_valid {
+                        return error_response(index, ResponseError::InvalidRequiredAcks, None);
+                    }
+                    let leader = topic.partition(index).map(|p| (p.leader, p.leader_epoch));
+                    match append(ctx.node_id, topic, data, transactional, now_ms) {
+                        Ok(response) => {
+                            appended = true;
+                            response
+                        }
+                        // The current leader is reported from v10 (KIP-951).
+                        Err((ResponseError::NotLeaderOrFollower, _)) if version >= 10 => {
+                            let (leader_id, leader_epoch) = leader.unwrap_or((-1, -1));
+                            other_leaders.push(leader_id);
+                            error_response(index, ResponseError::NotLeaderOrFollower, None)
+                                .with_current_leader(
+                                    LeaderIdAndEpoch::default()
+                                        .with_leader_id(BrokerId(leader_id))
+                                        .with_leader_epoch(leader_epoch),
+                                )
+                        }
+                        Err((error, message)) => error_response(index, error, message),
+                    }
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic_data.name)
+                .with_topic_id(topic_data.topic_id)
+                .with_partition_responses(partition_responses)
+        })
+        .collect();
+    drop(state);
+    if appended {
+        ctx.shared.data_arrived.notify_waiters();
+    }
+    (request.acks != 0).then(|| {
+        ProduceResponse::default()
+            .with_responses(responses)
+            .with_node_endpoints(if version >= 10 {
+                node_endpoints(ctx, other_leaders)
+            } else {
+                Vec::new()
+            })
+    })
+}
+
+type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
+
+fn append(
+    node_id: i32,
+    topic: &mut Topic,
+    data: PartitionProduceData,
+    transactional: bool,
+    now_ms: i64,
+) -> PartitionResult {
+    let log_append_time = topic.log_append_time().then_some(now_ms);
+    let Some(partition) = topic.partition_mut(data.index) else {
+        return Err((ResponseError::UnknownTopicOrPartition, None));
+    };
+    if partition.leader != node_id {
+        return Err((ResponseError::NotLeaderOrFollower, None));
+    }
+    let Some(records) = data.records else {
+        return Err((
+            ResponseError::InvalidRecord,
+            Some("records are null".into()),
+        ));
+    };
+    let valid = batch::validate(&records).map_err(|e| (e.error, Some(e.reason)))?;
+    if transactional || valid.info.transactional {
+        return Err((
+            ResponseError::InvalidTxnState,
+            Some("kmock does not implement transactions yet".into()),
+        ));
+    }
+    let appended = partition
+        .log
+        .append(valid, partition.leader_epoch, log_append_time);
+    Ok(PartitionProduceResponse::default()
+        .with_index(data.index)
+        .with_base_offset(appended.base_offset)
+        .with_log_append_time_ms(appended.log_append_time_ms)
+        .with_log_start_offset(partition.log.log_start_offset()))
+}
+
+fn error_response(
+    index: i32,
+    error: ResponseError,
+    message: Option<String>,
+) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_error_code(error.code())
+        .with_base_offset(-1)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(-1)
+        .with_error_message(message.map(StrBytes::from_string))
+}
+
+/// Endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951, v10+).
+fn node_endpoints(ctx: &Ctx<'_>, mut leaders: Vec<i32>) -> Vec<NodeEndpoint> {
+    leaders.sort_unstable();
+    leaders.dedup();
+    ctx.shared
+        .brokers
+        .iter()
+        .filter(|b| leaders.contains(&b.node_id))
+        .map(|b| {
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(b.node_id))
+                .with_host(str_bytes(&b.addr.ip().to_string()))
+                .with_port(i32::from(b.addr.port()))
+        })
+        .collect()
+}

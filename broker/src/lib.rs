@@ -1,0 +1,42 @@
+//! kmock: a Kafka wire-protocol fake broker for tests.
+//!
+//! kmock speaks the real Kafka protocol on real loopback sockets and keeps topics, logs and
+//! producer ids in memory, so a real client (librdkafka, the Java client, Sarama, franz-go, …)
+//! connects to it exactly as to Apache Kafka. It is built to show client ordering bugs, and so
+//! is never more lenient than Kafka: what Kafka rejects, kmock rejects with the same error.
+//! Each handler's module documentation lists where kmock still differs from Kafka.
+//!
+//! ```
+//! use kmock::Cluster;
+//! use kmock_client::{record, Client};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Three brokers on ephemeral loopback ports, one topic with six partitions.
+//! let cluster = Cluster::builder().brokers(3).topic("orders", 6).start().await?;
+//! let leader = cluster.leader("orders", 0).expect("partition 0 exists");
+//! let addr = cluster.brokers().iter().find(|b| b.node_id == leader).unwrap().addr;
+//!
+//! // Any Kafka client takes `cluster.bootstrap()`; here, kmock's own wire client.
+//! let client = Client::connect(addr).await?;
+//! let answer = client.produce("orders", 0, &[record(b"k", b"v")], -1).await?;
+//! let partition = &answer.responses[0].partition_responses[0];
+//! assert_eq!(partition.error_code, 0);
+//! assert_eq!(partition.base_offset, 0);
+//!
+//! cluster.shutdown().await; // the ports are free again
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod cluster;
+mod codec;
+mod connection;
+mod error;
+mod handlers;
+mod server;
+mod state;
+
+pub use cluster::{BrokerInfo, Cluster, ClusterBuilder};
+pub use error::Error;

@@ -1,0 +1,278 @@
+//! Record batch v2 (magic 2) validation and the stored form of a batch.
+//!
+//! A produce request carries each partition's records as raw bytes. kmock keeps every batch as
+//! the client sent it (compressed or not), only rewriting the fields the broker owns: the base
+//! offset and the partition leader epoch (outside the CRC), and for a topic with
+//! `message.timestamp.type=LogAppendTime` the timestamp type bit and max timestamp (with a new
+//! CRC), as Kafka's `LogValidator` does.
+//!
+//! Records are decoded with the `kafka-protocol` crate; this file reads only the fixed-offset
+//! fields of the v2 batch header.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::records::RecordBatchDecoder;
+use kafka_protocol::ResponseError;
+
+/// Byte offsets of the record batch v2 header fields.
+mod at {
+    pub const BASE_OFFSET: usize = 0;
+    pub const BATCH_LENGTH: usize = 8;
+    pub const PARTITION_LEADER_EPOCH: usize = 12;
+    pub const MAGIC: usize = 16;
+    pub const CRC: usize = 17;
+    pub const ATTRIBUTES: usize = 21;
+    pub const LAST_OFFSET_DELTA: usize = 23;
+    pub const MAX_TIMESTAMP: usize = 35;
+    pub const PRODUCER_ID: usize = 43;
+    pub const PRODUCER_EPOCH: usize = 51;
+    pub const BASE_SEQUENCE: usize = 53;
+    pub const RECORD_COUNT: usize = 57;
+    /// Size of the header, and so of the smallest valid batch.
+    pub const RECORDS: usize = 61;
+}
+
+const COMPRESSION_MASK: i16 = 0x07;
+const TIMESTAMP_TYPE_LOG_APPEND: i16 = 1 << 3;
+const TRANSACTIONAL: i16 = 1 << 4;
+const CONTROL: i16 = 1 << 5;
+
+/// Why a partition's records were refused, with the Kafka error the partition is answered with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidBatch {
+    /// The Kafka error: CORRUPT_MESSAGE for a CRC mismatch or a header too short, INVALID_RECORD
+    /// for everything else (as Kafka's `ProduceRequest.validateRecords` and `LogValidator`).
+    pub error: ResponseError,
+    /// A sentence saying what is wrong, sent back as the partition's error message.
+    pub reason: String,
+}
+
+impl InvalidBatch {
+    fn new(error: ResponseError, reason: impl Into<String>) -> Self {
+        Self {
+            error,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The header fields of one validated batch (everything the broker and journal need).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchInfo {
+    /// Number of records in the batch.
+    pub record_count: i32,
+    /// Largest record timestamp as the client set it, in ms since the epoch.
+    pub max_timestamp: i64,
+    /// Producer id, -1 for a non-idempotent producer.
+    pub producer_id: i64,
+    /// Producer epoch, -1 for a non-idempotent producer.
+    pub producer_epoch: i16,
+    /// Sequence number of the first record, -1 for a non-idempotent producer.
+    pub base_sequence: i32,
+    /// Whether the batch belongs to a transaction.
+    pub transactional: bool,
+}
+
+/// A batch that passed validation, still as the client sent it.
+#[derive(Debug, Clone)]
+pub struct ValidBatch {
+    /// Header fields.
+    pub info: BatchInfo,
+    bytes: Bytes,
+}
+
+/// Validates the `records` bytes of one partition of a Produce request (v3+).
+///
+/// Checks, as Kafka does: exactly one batch, whose length field matches the bytes; magic 2;
+/// the CRC-32C; a known compression codec; no control batch from a client; a record count of at
+/// least one that matches the last offset delta and the records inside, which must decode.
+///
+/// # Errors
+/// [`InvalidBatch`] naming the first check that failed.
+pub fn validate(records: &Bytes) -> Result<ValidBatch, InvalidBatch> {
+    use ResponseError::{CorruptMessage, InvalidRecord};
+    if records.len() < at::RECORDS {
+        return Err(InvalidBatch::new(
+            CorruptMessage,
+            format!(
+                "record batch of {} bytes is shorter than its 61-byte header",
+                records.len()
+            ),
+        ));
+    }
+    let batch_length = read_i32(records, at::BATCH_LENGTH);
+    if usize::try_from(batch_length).map(|n| n + at::PARTITION_LEADER_EPOCH) != Ok(records.len()) {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!(
+                "produce records must hold exactly one record batch: batch length {batch_length} + 12 != {} bytes",
+                records.len()
+            ),
+        ));
+    }
+    let magic = records[at::MAGIC] as i8;
+    if magic != 2 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!("record batch magic {magic} is not 2 (produce v3+ takes only magic 2)"),
+        ));
+    }
+    let stored_crc = read_u32(records, at::CRC);
+    let actual_crc = crc32c::crc32c(&records[at::ATTRIBUTES..]);
+    if stored_crc != actual_crc {
+        return Err(InvalidBatch::new(
+            CorruptMessage,
+            format!("record batch CRC {stored_crc:#010x} does not match its contents ({actual_crc:#010x})"),
+        ));
+    }
+    let attributes = read_i16(records, at::ATTRIBUTES);
+    if attributes & COMPRESSION_MASK > 4 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!(
+                "unknown compression codec {}",
+                attributes & COMPRESSION_MASK
+            ),
+        ));
+    }
+    if attributes & CONTROL != 0 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            "clients may not write control batches",
+        ));
+    }
+    let record_count = read_i32(records, at::RECORD_COUNT);
+    let last_offset_delta = read_i32(records, at::LAST_OFFSET_DELTA);
+    if record_count < 1 || last_offset_delta != record_count - 1 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!(
+                "record count {record_count} does not match last offset delta {last_offset_delta}"
+            ),
+        ));
+    }
+    let decoded = RecordBatchDecoder::decode(&mut records.clone())
+        .map_err(|e| InvalidBatch::new(InvalidRecord, format!("records do not decode: {e}")))?;
+    let base_offset = read_i64(records, at::BASE_OFFSET);
+    let offsets_in_order = decoded
+        .records
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.offset == base_offset + i as i64);
+    if decoded.records.len() != record_count as usize || !offsets_in_order {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!(
+                "batch says {record_count} records but holds {} with offset deltas in order: {offsets_in_order}",
+                decoded.records.len()
+            ),
+        ));
+    }
+    Ok(ValidBatch {
+        info: BatchInfo {
+            record_count,
+            max_timestamp: read_i64(records, at::MAX_TIMESTAMP),
+            producer_id: read_i64(records, at::PRODUCER_ID),
+            producer_epoch: read_i16(records, at::PRODUCER_EPOCH),
+            base_sequence: read_i32(records, at::BASE_SEQUENCE),
+            transactional: attributes & TRANSACTIONAL != 0,
+        },
+        bytes: records.clone(),
+    })
+}
+
+impl ValidBatch {
+    /// The bytes to store: base offset and partition leader epoch set by the broker, and with
+    /// `log_append_time_ms` the LogAppendTime bit, max timestamp and CRC rewritten.
+    pub fn into_stored_bytes(
+        self,
+        base_offset: i64,
+        leader_epoch: i32,
+        log_append_time_ms: Option<i64>,
+    ) -> Bytes {
+        let mut bytes = BytesMut::from(&self.bytes[..]);
+        bytes[at::BASE_OFFSET..at::BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
+        bytes[at::PARTITION_LEADER_EPOCH..at::PARTITION_LEADER_EPOCH + 4]
+            .copy_from_slice(&leader_epoch.to_be_bytes());
+        if let Some(now) = log_append_time_ms {
+            let attributes = read_i16(&bytes, at::ATTRIBUTES) | TIMESTAMP_TYPE_LOG_APPEND;
+            bytes[at::ATTRIBUTES..at::ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
+            bytes[at::MAX_TIMESTAMP..at::MAX_TIMESTAMP + 8].copy_from_slice(&now.to_be_bytes());
+            let crc = crc32c::crc32c(&bytes[at::ATTRIBUTES..]);
+            let mut crc_field = &mut bytes[at::CRC..at::CRC + 4];
+            crc_field.put_u32(crc);
+        }
+        bytes.freeze()
+    }
+}
+
+fn read_i16(b: &[u8], at: usize) -> i16 {
+    (&b[at..]).get_i16()
+}
+
+fn read_i32(b: &[u8], at: usize) -> i32 {
+    (&b[at..]).get_i32()
+}
+
+fn read_u32(b: &[u8], at: usize) -> u32 {
+    (&b[at..]).get_u32()
+}
+
+fn read_i64(b: &[u8], at: usize) -> i64 {
+    (&b[at..]).get_i64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::records::{Compression, TimestampType};
+
+    fn batch(count: usize) -> Bytes {
+        let records: Vec<_> = (0..count)
+            .map(|i| kafka_protocol::records::Record {
+                timestamp: 1_000 + i as i64,
+                ..kmock_client::record(b"k", b"0123456789")
+            })
+            .collect();
+        kmock_client::encode_batch(&records, Compression::Gzip).unwrap()
+    }
+
+    #[test]
+    fn a_well_formed_batch_is_accepted_with_its_header_fields() {
+        let valid = validate(&batch(3)).unwrap();
+        assert_eq!(valid.info.record_count, 3);
+        assert_eq!(valid.info.max_timestamp, 1_002);
+        assert_eq!(valid.info.producer_id, -1);
+    }
+
+    #[test]
+    fn a_flipped_byte_fails_the_crc_with_corrupt_message() {
+        let mut bytes = BytesMut::from(&batch(2)[..]);
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        let err = validate(&bytes.freeze()).unwrap_err();
+        assert_eq!(err.error, ResponseError::CorruptMessage, "{}", err.reason);
+    }
+
+    #[test]
+    fn two_batches_in_one_partition_are_an_invalid_record() {
+        let mut bytes = BytesMut::from(&batch(1)[..]);
+        bytes.extend_from_slice(&batch(1));
+        let err = validate(&bytes.freeze()).unwrap_err();
+        assert_eq!(err.error, ResponseError::InvalidRecord, "{}", err.reason);
+    }
+
+    #[test]
+    fn stored_bytes_carry_the_broker_offset_and_a_valid_crc_for_log_append_time() {
+        let stored = validate(&batch(2))
+            .unwrap()
+            .into_stored_bytes(42, 7, Some(9_999));
+        assert_eq!(read_i64(&stored, at::BASE_OFFSET), 42);
+        assert_eq!(read_i32(&stored, at::PARTITION_LEADER_EPOCH), 7);
+        let decoded = RecordBatchDecoder::decode(&mut stored.clone()).unwrap();
+        assert_eq!(decoded.records[1].offset, 43);
+        assert_eq!(decoded.records[1].timestamp_type, TimestampType::LogAppend);
+        // Readers take a LogAppendTime batch's max timestamp as every record's timestamp.
+        assert_eq!(read_i64(&stored, at::MAX_TIMESTAMP), 9_999);
+        assert!(validate(&stored).is_ok(), "the rewritten CRC must match");
+    }
+}

@@ -1,0 +1,110 @@
+//! The cluster's mutable state: topics and logs, producer ids.
+//!
+//! One owner: all of it sits in one [`ClusterState`] behind one `std::sync::Mutex` in
+//! [`crate::cluster::Shared`]. A `std` mutex and not Tokio's because no code holds it across an
+//! `.await` and every critical section is short (a lookup, an append); handlers that wait (Fetch
+//! long polling) drop the lock and wait on [`crate::cluster::Shared::data_arrived`].
+
+pub mod batch;
+pub mod coordinator;
+pub mod log;
+pub mod producers;
+pub mod topics;
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+use uuid::Uuid;
+
+use producers::ProducerIds;
+use topics::Topic;
+
+/// Everything a request can change.
+#[derive(Debug)]
+pub struct ClusterState {
+    /// Node ids of the brokers, in order.
+    pub nodes: Vec<i32>,
+    /// Topics by name.
+    pub topics: BTreeMap<String, Topic>,
+    /// Producer id and epoch allocation.
+    pub producers: ProducerIds,
+    topics_created: u64,
+    id_seed: u64,
+}
+
+/// Why a topic could not be created, with the Kafka error to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTopicError {
+    /// TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS or INVALID_CONFIG.
+    pub error: ResponseError,
+    /// What is wrong, in a sentence.
+    pub message: String,
+}
+
+impl ClusterState {
+    /// Empty state for brokers `nodes`; `id_seed` varies topic ids between clusters.
+    pub fn new(nodes: Vec<i32>, id_seed: u64) -> Self {
+        Self {
+            nodes,
+            topics: BTreeMap::new(),
+            producers: ProducerIds::default(),
+            topics_created: 0,
+            id_seed,
+        }
+    }
+
+    /// Checks that a topic could be created (CreateTopics `validate_only` stops here).
+    ///
+    /// # Errors
+    /// [`CreateTopicError`] with Kafka's error for the first problem found.
+    pub fn check_new_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), CreateTopicError> {
+        let fail = |error, message: String| Err(CreateTopicError { error, message });
+        if let Err(m) = topics::validate_name(name) {
+            return fail(ResponseError::InvalidTopicException, m);
+        }
+        if self.topics.contains_key(name) {
+            return fail(
+                ResponseError::TopicAlreadyExists,
+                format!("topic {name:?} already exists"),
+            );
+        }
+        if partitions < 1 {
+            return fail(
+                ResponseError::InvalidPartitions,
+                format!("number of partitions must be at least 1, not {partitions}"),
+            );
+        }
+        if let Err(m) = topics::validate_configs(configs) {
+            return fail(ResponseError::InvalidConfig, m);
+        }
+        Ok(())
+    }
+
+    /// Creates a topic after [`Self::check_new_topic`].
+    ///
+    /// # Errors
+    /// As [`Self::check_new_topic`].
+    pub fn create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<&Topic, CreateTopicError> {
+        self.check_new_topic(name, partitions, &configs)?;
+        self.topics_created += 1;
+        let id = Uuid::from_u64_pair(self.id_seed, self.topics_created);
+        let topic = Topic::new(name, id, partitions, &self.nodes, configs);
+        tracing::debug!(topic = name, partitions, %id, "topic created");
+        Ok(self.topics.entry(name.to_owned()).or_insert(topic))
+    }
+
+    /// The topic with this id.
+    pub fn topic_by_id(&self, id: Uuid) -> Option<&Topic> {
+        self.topics.values().find(|t| t.id == id)
+    }
+}

@@ -1,0 +1,195 @@
+//! Topics, their partitions, leaders and configs.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+use uuid::Uuid;
+
+use super::log::PartitionLog;
+
+/// Topic configs kmock knows, with Kafka's defaults. Creating a topic with any other config name
+/// is refused with INVALID_CONFIG, as Kafka refuses unknown topic configs.
+pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
+    ("cleanup.policy", "delete"),
+    ("compression.type", "producer"),
+    ("max.message.bytes", "1048588"),
+    ("message.timestamp.type", "CreateTime"),
+    ("min.insync.replicas", "1"),
+    ("retention.bytes", "-1"),
+    ("retention.ms", "604800000"),
+    ("segment.bytes", "1073741824"),
+];
+
+/// One partition: its leader, leader epoch history and log.
+#[derive(Debug)]
+pub struct Partition {
+    /// Node id of the leader broker.
+    pub leader: i32,
+    /// Current leader epoch (0 at creation, bumped on every leader change).
+    pub leader_epoch: i32,
+    /// `(leader epoch, start offset)` of every epoch, oldest first.
+    pub epoch_starts: Vec<(i32, i64)>,
+    /// The records.
+    pub log: PartitionLog,
+}
+
+impl Partition {
+    fn new(leader: i32) -> Self {
+        Self {
+            leader,
+            leader_epoch: 0,
+            epoch_starts: vec![(0, 0)],
+            log: PartitionLog::default(),
+        }
+    }
+
+    /// Checks a client's `current_leader_epoch` against this partition's, as Kafka's
+    /// `Partition.checkCurrentLeaderEpoch`: -1 skips the check.
+    ///
+    /// # Errors
+    /// FENCED_LEADER_EPOCH for an older epoch, UNKNOWN_LEADER_EPOCH for a newer one.
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ResponseError> {
+        match current_leader_epoch {
+            -1 => Ok(()),
+            e if e < self.leader_epoch => Err(ResponseError::FencedLeaderEpoch),
+            e if e > self.leader_epoch => Err(ResponseError::UnknownLeaderEpoch),
+            _ => Ok(()),
+        }
+    }
+
+    /// The end offset of `leader_epoch` (OffsetForLeaderEpoch, as Kafka's
+    /// `LeaderEpochFileCache.endOffsetFor`): `(epoch found, end offset)`, or `(-1, -1)` when the
+    /// epoch is unknown.
+    pub fn end_offset_for(&self, leader_epoch: i32) -> (i32, i64) {
+        if leader_epoch == self.leader_epoch {
+            return (leader_epoch, self.log.log_end_offset());
+        }
+        let floor = self
+            .epoch_starts
+            .iter()
+            .rev()
+            .find(|(e, _)| *e <= leader_epoch);
+        let next = self.epoch_starts.iter().find(|(e, _)| *e > leader_epoch);
+        match (floor, next) {
+            (Some(&(epoch, _)), Some(&(_, end))) => (epoch, end),
+            _ => (-1, -1),
+        }
+    }
+}
+
+/// A topic.
+#[derive(Debug)]
+pub struct Topic {
+    /// Topic name.
+    pub name: String,
+    /// Topic id (KIP-516), new for every creation of the name.
+    pub id: Uuid,
+    /// Partitions, indexed by partition number.
+    pub partitions: Vec<Partition>,
+    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]).
+    pub configs: BTreeMap<String, String>,
+}
+
+impl Topic {
+    /// A topic with `partitions` partitions whose leaders are `nodes` taken round-robin from
+    /// partition 0 (partition p is led by `nodes[p % nodes.len()]`).
+    pub fn new(
+        name: &str,
+        id: Uuid,
+        partitions: i32,
+        nodes: &[i32],
+        configs: BTreeMap<String, String>,
+    ) -> Self {
+        let mut topic = Self {
+            name: name.to_owned(),
+            id,
+            partitions: Vec::new(),
+            configs,
+        };
+        topic.add_partitions(partitions, nodes);
+        topic
+    }
+
+    /// Grows the topic to `count` partitions, new leaders continuing the round-robin.
+    pub fn add_partitions(&mut self, count: i32, nodes: &[i32]) {
+        for p in self.partitions.len()..count.max(0) as usize {
+            self.partitions.push(Partition::new(nodes[p % nodes.len()]));
+        }
+    }
+
+    /// The effective value of a config: the override, else Kafka's default.
+    pub fn config(&self, name: &str) -> Option<&str> {
+        self.configs.get(name).map(String::as_str).or_else(|| {
+            TOPIC_CONFIG_DEFAULTS
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| *v)
+        })
+    }
+
+    /// Whether the broker stamps batches with LogAppendTime.
+    pub fn log_append_time(&self) -> bool {
+        self.config("message.timestamp.type") == Some("LogAppendTime")
+    }
+
+    /// The partition, if it exists.
+    pub fn partition(&self, index: i32) -> Option<&Partition> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.partitions.get(i))
+    }
+
+    /// The partition, mutably, if it exists.
+    pub fn partition_mut(&mut self, index: i32) -> Option<&mut Partition> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.partitions.get_mut(i))
+    }
+}
+
+/// Checks a topic name as Kafka's `Topic.validate`: 1 to 249 characters of `[a-zA-Z0-9._-]`,
+/// not `.` or `..`.
+///
+/// # Errors
+/// A sentence saying what is wrong (answered as INVALID_TOPIC_EXCEPTION).
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("topic name is empty".into());
+    }
+    if name == "." || name == ".." {
+        return Err(format!("topic name cannot be \"{name}\""));
+    }
+    if name.len() > 249 {
+        return Err(format!(
+            "topic name is {} characters, more than 249",
+            name.len()
+        ));
+    }
+    match name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        Some(c) => Err(format!(
+            "topic name {name:?} holds {c:?}; only [a-zA-Z0-9._-] are legal"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks topic configs given at creation.
+///
+/// # Errors
+/// A sentence naming the unknown config or bad value (answered as INVALID_CONFIG).
+pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String> {
+    for (name, value) in configs {
+        if !TOPIC_CONFIG_DEFAULTS.iter().any(|(k, _)| k == name) {
+            return Err(format!("unknown topic config {name:?}"));
+        }
+        if name == "message.timestamp.type" && value != "CreateTime" && value != "LogAppendTime" {
+            return Err(format!(
+                "message.timestamp.type must be CreateTime or LogAppendTime, not {value:?}"
+            ));
+        }
+    }
+    Ok(())
+}
