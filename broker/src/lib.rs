@@ -40,3 +40,8 @@ mod state;
 
 pub use cluster::{BrokerInfo, Cluster, ClusterBuilder};
 pub use error::Error;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -2,6 +2,8 @@
 //!
 //! Answers from [`super::REGISTRY`]. A version kmock cannot parse gets the v0 answer with
 //! UNSUPPORTED_VERSION (see [`crate::codec`]), as Kafka's `ApiVersionsRequest` handling does.
+//! From v3, a client software name or version that is not `[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?`
+//! gets INVALID_REQUEST with no API list, as Kafka's `ApiVersionsRequest.isValid`.
 //!
 //! Deviations from Apache Kafka: no supported or finalized features are advertised.
 
@@ -16,8 +18,22 @@ use super::{Ctx, REGISTRY};
 pub const VERSIONS: VersionRange = ApiVersionsRequest::VERSIONS;
 
 /// Lists every implemented API with its version range.
-pub fn handle(_ctx: &Ctx<'_>, _request: ApiVersionsRequest, _version: i16) -> ApiVersionsResponse {
+pub fn handle(_ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiVersionsResponse {
+    let valid = version < 3
+        || (is_valid_software_field(request.client_software_name.as_str())
+            && is_valid_software_field(request.client_software_version.as_str()));
+    if !valid {
+        return ApiVersionsResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code());
+    }
     ApiVersionsResponse::default().with_api_keys(api_keys())
+}
+
+fn is_valid_software_field(s: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_alphanumeric();
+    s.starts_with(alphanumeric)
+        && s.ends_with(alphanumeric)
+        && s.chars().all(|c| alphanumeric(c) || c == '.' || c == '-')
 }
 
 /// The v0 answer to an ApiVersions request at a version kmock cannot parse.

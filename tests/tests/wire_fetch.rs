@@ -1,0 +1,194 @@
+//! Fetch long polling, offset range and leadership, as Kafka's `ReplicaManager.fetchMessages`.
+
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kmock::Cluster;
+use kmock_client::{decode_records, record, Client};
+use tokio::time::Instant;
+
+#[tokio::test]
+async fn a_fetch_with_no_data_waits_max_wait_ms_then_answers_empty() {
+    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    let started = Instant::now();
+    let answer = client
+        .fetch("t", 0, 0, Duration::from_millis(500))
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    let partition = &answer.responses[0].partitions[0];
+    assert_eq!(partition.error_code, 0);
+    assert!(
+        partition.records.as_ref().is_none_or(|r| r.is_empty()),
+        "no data was produced"
+    );
+    assert!(
+        waited >= Duration::from_millis(480) && waited < Duration::from_millis(1500),
+        "answered after {waited:?}; expected about 500 ms"
+    );
+}
+
+#[tokio::test]
+async fn a_waiting_fetch_answers_as_soon_as_a_produce_arrives() {
+    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let addr = cluster.brokers()[0].addr;
+    let consumer = Client::connect(addr).await.unwrap();
+    let producer = Client::connect(addr).await.unwrap();
+    let started = Instant::now();
+    let (fetched, produced) =
+        tokio::join!(consumer.fetch("t", 0, 0, Duration::from_secs(5)), async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            producer
+                .produce("t", 0, &[record(b"k", b"hello")], -1)
+                .await
+        });
+    let waited = started.elapsed();
+    assert_eq!(
+        produced.unwrap().responses[0].partition_responses[0].error_code,
+        0
+    );
+    let partition = &fetched.unwrap().responses[0].partitions[0];
+    let records = decode_records(partition.records.as_ref().expect("records")).unwrap();
+    assert_eq!(records.len(), 1, "expected the produced record");
+    assert_eq!(records[0].value.as_deref(), Some(&b"hello"[..]));
+    assert_eq!(partition.high_watermark, 1);
+    assert!(
+        waited < Duration::from_millis(1000),
+        "the fetch waited {waited:?}; it should answer right after the produce at ~100 ms, not at max_wait (5 s)"
+    );
+}
+
+#[tokio::test]
+async fn a_fetch_past_the_log_end_gets_offset_out_of_range_at_once() {
+    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    client
+        .produce("t", 0, &[record(b"k", b"v")], -1)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let at_end = client
+        .fetch("t", 0, 1, Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert_eq!(
+        at_end.responses[0].partitions[0].error_code, 0,
+        "the log end offset itself is valid"
+    );
+    let past = client
+        .fetch("t", 0, 2, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        past.responses[0].partitions[0].error_code,
+        ResponseError::OffsetOutOfRange.code()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "an error answers without waiting for max_wait"
+    );
+}
+
+#[tokio::test]
+async fn a_request_to_a_broker_that_does_not_lead_the_partition_gets_not_leader_or_follower() {
+    let cluster = Cluster::builder()
+        .brokers(3)
+        .topic("t", 3)
+        .start()
+        .await
+        .unwrap();
+    let leader = cluster.leader("t", 0).unwrap();
+    let other = cluster
+        .brokers()
+        .iter()
+        .find(|b| b.node_id != leader)
+        .unwrap();
+    let client = Client::connect(other.addr).await.unwrap();
+    let produced = client
+        .produce("t", 0, &[record(b"k", b"v")], -1)
+        .await
+        .unwrap();
+    let p = &produced.responses[0].partition_responses[0];
+    assert_eq!(
+        p.error_code,
+        ResponseError::NotLeaderOrFollower.code(),
+        "produce to broker {}",
+        other.node_id
+    );
+    let fetched = client
+        .fetch("t", 0, 0, Duration::from_millis(10))
+        .await
+        .unwrap();
+    let p = &fetched.responses[0].partitions[0];
+    assert_eq!(
+        p.error_code,
+        ResponseError::NotLeaderOrFollower.code(),
+        "fetch from broker {}",
+        other.node_id
+    );
+    assert_eq!(
+        p.current_leader.leader_id.0, leader,
+        "KIP-951 (Fetch v12+): the answer names the leader"
+    );
+    // Every broker tells the same leaders.
+    for broker in cluster.brokers() {
+        let metadata = Client::connect(broker.addr)
+            .await
+            .unwrap()
+            .metadata(Some(&["t"]))
+            .await
+            .unwrap();
+        let leaders: Vec<i32> = metadata.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.leader_id.0)
+            .collect();
+        let expected: Vec<i32> = (0..3).map(|p| cluster.leader("t", p).unwrap()).collect();
+        assert_eq!(
+            leaders, expected,
+            "broker {} disagrees on leaders",
+            broker.node_id
+        );
+    }
+}
+
+#[tokio::test]
+async fn max_bytes_limits_the_answer_but_the_first_batch_always_comes_whole() {
+    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    let big = vec![b'x'; 4_000];
+    for _ in 0..3 {
+        client
+            .produce("t", 0, &[record(b"k", &big)], -1)
+            .await
+            .unwrap();
+    }
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    let request = |partition_max_bytes: i32| {
+        FetchRequest::default()
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName("t".to_string().into()))
+                .with_partitions(vec![
+                    FetchPartition::default().with_partition_max_bytes(partition_max_bytes)
+                ])])
+    };
+    let count = |answer: kafka_protocol::messages::FetchResponse| {
+        decode_records(answer.responses[0].partitions[0].records.as_ref().unwrap())
+            .unwrap()
+            .len()
+    };
+    assert_eq!(
+        count(client.send(request(100), 12).await.unwrap()),
+        1,
+        "KIP-74: one batch even if over the limit"
+    );
+    assert_eq!(
+        count(client.send(request(9_000), 12).await.unwrap()),
+        2,
+        "two 4 kB batches fit in 9,000 bytes"
+    );
+    assert_eq!(count(client.send(request(1 << 20), 12).await.unwrap()), 3);
+}

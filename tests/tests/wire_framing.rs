@@ -1,0 +1,156 @@
+//! Bad input closes only its own connection, with the broker and every other connection
+//! unaffected; version negotiation follows Kafka.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, MetadataRequest};
+use kafka_protocol::protocol::Decodable;
+use kafka_protocol::ResponseError;
+use kmock::Cluster;
+use kmock_client::{Client, Error};
+
+const CLOSE_WITHIN: Duration = Duration::from_secs(5);
+
+async fn cluster() -> (Cluster, std::net::SocketAddr) {
+    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let addr = cluster.brokers()[0].addr;
+    (cluster, addr)
+}
+
+/// Sends `bytes` on a fresh connection and proves that connection was closed while a second
+/// connection, opened before, still gets answers.
+async fn assert_closes_only_its_connection(bytes: &[u8]) {
+    let (_cluster, addr) = cluster().await;
+    let bystander = Client::connect(addr).await.unwrap();
+    let offender = Client::connect(addr).await.unwrap();
+    offender.write_bytes(bytes).await.unwrap();
+    assert!(
+        offender.wait_closed(CLOSE_WITHIN).await,
+        "the broker kept the connection open after {bytes:02x?}"
+    );
+    let answer = bystander
+        .api_versions()
+        .await
+        .expect("the other connection must still be served");
+    assert_eq!(answer.error_code, 0);
+    let again = Client::connect(addr)
+        .await
+        .unwrap()
+        .metadata(Some(&["t"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.topics[0].error_code, 0,
+        "a new connection must be served too"
+    );
+}
+
+#[tokio::test]
+async fn a_frame_of_garbage_closes_only_its_connection() {
+    // Length 12, then an unknown API key (0x7a7a) and noise.
+    assert_closes_only_its_connection(&[0, 0, 0, 12, 0x7a, 0x7a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+        .await;
+}
+
+#[tokio::test]
+async fn a_frame_shorter_than_a_request_header_closes_only_its_connection() {
+    assert_closes_only_its_connection(&[0, 0, 0, 3, 0, 18, 0]).await;
+}
+
+#[tokio::test]
+async fn a_frame_over_the_size_limit_closes_only_its_connection() {
+    // 0x7fffffff bytes announced: over Kafka's 100 MiB socket.request.max.bytes.
+    assert_closes_only_its_connection(&[0x7f, 0xff, 0xff, 0xff, 0, 0]).await;
+}
+
+#[tokio::test]
+async fn a_negative_frame_length_closes_only_its_connection() {
+    assert_closes_only_its_connection(&[0xff, 0xff, 0xff, 0xfe]).await;
+}
+
+#[tokio::test]
+async fn an_undecodable_body_closes_only_its_connection() {
+    // Metadata v1 (API key 3): header with client id "c", then a topic array claiming 5 topics
+    // with nothing after it.
+    assert_closes_only_its_connection(&[
+        0, 0, 0, 15, 0, 3, 0, 1, 0, 0, 0, 7, 0, 1, b'c', 0, 0, 0, 5,
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_cut_inside_a_frame_closes_without_hurting_others() {
+    let (_cluster, addr) = cluster().await;
+    let bystander = Client::connect(addr).await.unwrap();
+    {
+        let half = Client::connect(addr).await.unwrap();
+        half.write_bytes(&[0, 0, 0, 100, 0, 18, 0, 3])
+            .await
+            .unwrap();
+    } // dropped: the peer closes mid-frame
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(bystander.api_versions().await.unwrap().error_code, 0);
+}
+
+#[tokio::test]
+async fn a_request_version_beyond_the_advertised_range_closes_the_connection_as_kafka_does() {
+    let (_cluster, addr) = cluster().await;
+    let bystander = Client::connect(addr).await.unwrap();
+    let client = Client::connect(addr).await.unwrap();
+    // Metadata v99: Kafka's SocketServer refuses a version it does not enable with
+    // InvalidRequestException, which closes the connection.
+    let result = client
+        .send_frame(ApiKey::Metadata as i16, 99, 2, 1, &[0, 0, 0])
+        .await;
+    assert!(
+        matches!(result, Err(Error::ConnectionClosed)),
+        "expected the connection to close, got {result:?}"
+    );
+    assert_eq!(bystander.api_versions().await.unwrap().error_code, 0);
+}
+
+#[tokio::test]
+async fn api_versions_at_a_future_version_gets_the_v0_answer_with_unsupported_version() {
+    let (_cluster, addr) = cluster().await;
+    let client = Client::connect(addr).await.unwrap();
+    // ApiVersions v127 with an empty flexible body; the answer is v0, header v0.
+    let body = client
+        .send_frame(ApiKey::ApiVersions as i16, 127, 2, 0, &[0, 0, 0])
+        .await
+        .expect("ApiVersions must be answered at any version");
+    let answer = ApiVersionsResponse::decode(&mut body.clone(), 0).unwrap();
+    assert_eq!(answer.error_code, ResponseError::UnsupportedVersion.code());
+    let apis: Vec<i16> = answer.api_keys.iter().map(|k| k.api_key).collect();
+    assert!(
+        apis.contains(&(ApiKey::Produce as i16)),
+        "v0 answer must list the APIs, got {apis:?}"
+    );
+    assert!(
+        apis.contains(&(ApiKey::Fetch as i16)),
+        "v0 answer must list the APIs, got {apis:?}"
+    );
+    // The connection stays usable for the retry at a supported version.
+    assert_eq!(client.api_versions().await.unwrap().error_code, 0);
+}
+
+#[tokio::test]
+async fn responses_on_one_connection_come_back_in_request_order() {
+    let (_cluster, addr) = cluster().await;
+    let client = Client::connect(addr).await.unwrap();
+    // A long-polling Fetch first, then a Metadata behind it on the same connection: the
+    // Metadata answer must wait for the Fetch answer.
+    let started = tokio::time::Instant::now();
+    let (fetch, metadata) =
+        tokio::join!(client.fetch("t", 0, 0, Duration::from_millis(300)), async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let answer = client.send(MetadataRequest::default(), 1).await;
+            (answer, started.elapsed())
+        });
+    fetch.unwrap();
+    let (metadata, metadata_at) = metadata;
+    metadata.unwrap();
+    assert!(
+        metadata_at >= Duration::from_millis(250),
+        "Metadata was answered after {metadata_at:?}, before the Fetch ahead of it (300 ms long poll)"
+    );
+}
