@@ -23,6 +23,54 @@ pub struct BrokerInfo {
     pub addr: SocketAddr,
 }
 
+/// The Apache Kafka version whose behaviour kmock copies where versions differ.
+///
+/// Ordered, so `version < KafkaVersion::V2_5` reads as it should. Parsed from `"2.4"` or
+/// `"3.7.1"` (the patch level is ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KafkaVersion {
+    /// Major version.
+    pub major: u16,
+    /// Minor version.
+    pub minor: u16,
+}
+
+impl KafkaVersion {
+    /// Kafka 2.5: the first with KIP-360 (no UNKNOWN_PRODUCER_ID for a producer without state).
+    pub const V2_5: Self = Self::new(2, 5);
+    /// The newest behaviour, kmock's default.
+    pub const LATEST: Self = Self::new(4, 1);
+
+    /// `major.minor`.
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Self { major, minor }
+    }
+}
+
+impl std::str::FromStr for KafkaVersion {
+    type Err = Error;
+
+    /// # Errors
+    /// [`Error::Config`] for anything but `MAJOR.MINOR[.PATCH]`.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let mut parts = s.split('.').map(str::parse::<u16>);
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some(Ok(major)), Some(Ok(minor)), None | Some(Ok(_)), None) => {
+                Ok(Self::new(major, minor))
+            }
+            _ => Err(Error::Config(format!(
+                "Kafka version {s:?} is not MAJOR.MINOR, e.g. \"2.4\""
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for KafkaVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
 /// Settings fixed at start.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -34,6 +82,7 @@ pub(crate) struct Config {
     pub default_partitions: i32,
     pub max_frame_bytes: usize,
     pub cluster_id: String,
+    pub kafka_version: KafkaVersion,
 }
 
 impl Default for Config {
@@ -47,6 +96,7 @@ impl Default for Config {
             default_partitions: 1,
             max_frame_bytes: 100 * 1024 * 1024,
             cluster_id: "kmock-cluster".to_owned(),
+            kafka_version: KafkaVersion::LATEST,
         }
     }
 }
@@ -145,6 +195,14 @@ impl ClusterBuilder {
     /// The cluster id reported in Metadata and DescribeCluster. Default `kmock-cluster`.
     pub fn cluster_id(mut self, id: &str) -> Self {
         self.config.cluster_id = id.to_owned();
+        self
+    }
+
+    /// The Kafka version whose behaviour to copy where versions differ. Default
+    /// [`KafkaVersion::LATEST`]. Before 2.5, a producer without state on a partition whose
+    /// first batch does not start at sequence 0 gets UNKNOWN_PRODUCER_ID (as brokers 1.0–2.4).
+    pub fn kafka_version(mut self, version: KafkaVersion) -> Self {
+        self.config.kafka_version = version;
         self
     }
 

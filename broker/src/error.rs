@@ -14,6 +14,9 @@ pub enum Error {
         /// The operating system's reason.
         source: std::io::Error,
     },
+    /// A setting is invalid.
+    #[error("invalid setting: {0}")]
+    Config(String),
     /// A topic could not be created.
     #[error("cannot create topic: {0}")]
     Topic(String),

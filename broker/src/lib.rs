@@ -38,7 +38,7 @@ mod handlers;
 mod server;
 mod state;
 
-pub use cluster::{BrokerInfo, Cluster, ClusterBuilder};
+pub use cluster::{BrokerInfo, Cluster, ClusterBuilder, KafkaVersion};
 pub use error::Error;
 
 /// The README's Rust examples, compiled and run as doctests.

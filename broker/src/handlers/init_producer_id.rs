@@ -2,7 +2,8 @@
 //!
 //! Without a transactional id: a fresh producer id with epoch 0 on every call, as Kafka's
 //! `TransactionCoordinator.handleInitProducerId` (a KIP-360 bump request from an idempotent
-//! producer gets a fresh id too). With a transactional id: sent to any broker other than the
+//! producer gets a fresh id too). An empty transactional id is INVALID_REQUEST. With a
+//! transactional id: sent to any broker other than the
 //! transaction coordinator it gets NOT_COORDINATOR; a transaction timeout outside
 //! 1..=900000 ms gets INVALID_TRANSACTION_TIMEOUT; the first call allocates an id, later calls
 //! bump the epoch (a new id when the epoch is exhausted); a call naming a producer id and epoch
@@ -40,6 +41,7 @@ pub fn handle(
     let mut state = ctx.shared.state();
     let allocated = match request.transactional_id {
         None => state.producers.allocate(),
+        Some(txn_id) if txn_id.0.is_empty() => return fail(ResponseError::InvalidRequest),
         Some(txn_id) => {
             let txn_id = txn_id.0.as_str();
             if coordinator_for(txn_id, TRANSACTION_STATE_PARTITIONS, &state.nodes) != ctx.node_id {

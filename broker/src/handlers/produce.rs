@@ -5,9 +5,12 @@
 //! the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer. A partition
 //! this broker does not lead gets NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951).
 //!
+//! Batches with a producer id pass Kafka's producer state checks first
+//! ([`crate::state::producer_state`]): a duplicate is answered with the original base offset and
+//! not appended; a sequence or epoch out of order is refused with Kafka's error.
+//!
 //! Deviations from Apache Kafka: transactional batches are refused with INVALID_TXN_STATE
-//! (kmock has no transactions yet); idempotent batches are appended without sequence checks
-//! (the producer state rules are a separate piece of work).
+//! (kmock has no transactions yet).
 
 use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
@@ -18,6 +21,7 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{str_bytes, Ctx};
+use crate::cluster::KafkaVersion;
 use crate::state::batch;
 use crate::state::topics::Topic;
 
@@ -66,7 +70,7 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Option<Pr
                         return error_response(index, ResponseError::InvalidRequiredAcks, None);
                     }
                     let leader = topic.partition(index).map(|p| (p.leader, p.leader_epoch));
-                    match append(ctx.node_id, topic, data, transactional, now_ms) {
+                    match append(ctx, topic, data, transactional, now_ms) {
                         Ok(response) => {
                             appended = true;
                             response
@@ -110,17 +114,18 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Option<Pr
 type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
 
 fn append(
-    node_id: i32,
+    ctx: &Ctx<'_>,
     topic: &mut Topic,
     data: PartitionProduceData,
     transactional: bool,
     now_ms: i64,
 ) -> PartitionResult {
     let log_append_time = topic.log_append_time().then_some(now_ms);
+    let unknown_producer_id_rule = ctx.shared.config.kafka_version < KafkaVersion::V2_5;
     let Some(partition) = topic.partition_mut(data.index) else {
         return Err((ResponseError::UnknownTopicOrPartition, None));
     };
-    if partition.leader != node_id {
+    if partition.leader != ctx.node_id {
         return Err((ResponseError::NotLeaderOrFollower, None));
     }
     let Some(records) = data.records else {
@@ -137,8 +142,8 @@ fn append(
         ));
     }
     let appended = partition
-        .log
-        .append(valid, partition.leader_epoch, log_append_time);
+        .append(valid, log_append_time, unknown_producer_id_rule)
+        .map_err(|(error, reason)| (error, Some(reason)))?;
     Ok(PartitionProduceResponse::default()
         .with_index(data.index)
         .with_base_offset(appended.base_offset)

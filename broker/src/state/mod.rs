@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod coordinator;
 pub mod log;
+pub mod producer_state;
 pub mod producers;
 pub mod topics;
 

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::log::PartitionLog;
+use super::batch::ValidBatch;
+use super::log::{Appended, PartitionLog};
+use super::producer_state::{ProducerStates, Verdict};
 
 /// Topic configs kmock knows, with Kafka's defaults. Creating a topic with any other config name
 /// is refused with INVALID_CONFIG, as Kafka refuses unknown topic configs.
@@ -31,6 +33,8 @@ pub struct Partition {
     pub epoch_starts: Vec<(i32, i64)>,
     /// The records.
     pub log: PartitionLog,
+    /// Idempotent producers' sequence state.
+    pub producers: ProducerStates,
 }
 
 impl Partition {
@@ -40,6 +44,57 @@ impl Partition {
             leader_epoch: 0,
             epoch_starts: vec![(0, 0)],
             log: PartitionLog::default(),
+            producers: ProducerStates::default(),
+        }
+    }
+
+    /// Appends a validated batch after Kafka's producer state checks
+    /// ([`super::producer_state`]); a duplicate is not appended and answers with where the
+    /// original went.
+    ///
+    /// # Errors
+    /// The Kafka error and the rule broken, when the producer state refuses the batch.
+    pub fn append(
+        &mut self,
+        batch: ValidBatch,
+        log_append_time_ms: Option<i64>,
+        unknown_producer_id_rule: bool,
+    ) -> Result<Appended, (ResponseError, String)> {
+        let info = batch.info;
+        match self.producers.check(&info, unknown_producer_id_rule) {
+            Verdict::Append => {
+                let appended = self
+                    .log
+                    .append(batch, self.leader_epoch, log_append_time_ms);
+                self.producers
+                    .record(&info, appended.base_offset, appended.log_append_time_ms);
+                Ok(appended)
+            }
+            Verdict::Duplicate {
+                base_offset,
+                log_append_time_ms,
+            } => {
+                tracing::debug!(
+                    producer_id = info.producer_id,
+                    producer_epoch = info.producer_epoch,
+                    base_sequence = info.base_sequence,
+                    base_offset,
+                    "duplicate batch: not appended, answered with the original offset"
+                );
+                Ok(Appended {
+                    base_offset,
+                    log_append_time_ms,
+                })
+            }
+            Verdict::Reject { error, reason } => {
+                tracing::debug!(
+                    producer_id = info.producer_id,
+                    producer_epoch = info.producer_epoch,
+                    base_sequence = info.base_sequence,
+                    "batch refused with {error:?}: {reason}"
+                );
+                Err((error, reason))
+            }
         }
     }
 

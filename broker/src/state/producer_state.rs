@@ -1,0 +1,398 @@
+//! Idempotent producer state of one partition: Kafka's sequence rules, exactly.
+//!
+//! Kept per (producer id, partition) as Apache Kafka's `ProducerStateManager` and
+//! `ProducerAppendInfo` keep it, and checked for every batch that carries a producer id, in
+//! Kafka's order:
+//! 1. a negative base sequence is INVALID_RECORD (`LogValidator`);
+//! 2. a duplicate — same epoch and the same first and last sequence as one of the last five
+//!    batches kept — is not appended and is answered NONE with the original base offset;
+//! 3. an epoch lower than the current one is INVALID_PRODUCER_EPOCH (47);
+//! 4. a new, higher epoch must start at sequence 0 unless no state exists, else
+//!    OUT_OF_ORDER_SEQUENCE_NUMBER (45);
+//! 5. within an epoch the base sequence must be last + 1, wrapping from 2^31−1 to 0, else 45;
+//! 6. with no state for the producer any sequence is accepted (Kafka 2.5+, KIP-360); emulating
+//!    Kafka before 2.5, a non-zero sequence without state is UNKNOWN_PRODUCER_ID (59).
+//!
+//! A batch in a new epoch clears the five-batch cache; a sixth batch evicts the oldest, so a
+//! retry of an evicted batch gets 45.
+
+use std::collections::{HashMap, VecDeque};
+
+use kafka_protocol::ResponseError;
+
+use super::batch::BatchInfo;
+
+/// Batches remembered per producer for duplicate detection (Kafka's
+/// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
+pub const BATCHES_RETAINED: usize = 5;
+
+/// Where a batch went, kept to answer its duplicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BatchMetadata {
+    first_seq: i32,
+    last_seq: i32,
+    base_offset: i64,
+    log_append_time_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ProducerEntry {
+    epoch: i16,
+    batches: VecDeque<BatchMetadata>,
+}
+
+/// What to do with a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not a duplicate and in sequence (or not idempotent): append it.
+    Append,
+    /// A retry of a batch already in the log: answer NONE with where it went.
+    Duplicate {
+        /// Base offset of the original.
+        base_offset: i64,
+        /// LogAppendTime of the original, -1 for CreateTime.
+        log_append_time_ms: i64,
+    },
+    /// Refused.
+    Reject {
+        /// The Kafka error.
+        error: ResponseError,
+        /// The rule broken, with expected and actual values.
+        reason: String,
+    },
+}
+
+/// Producer state of one partition.
+#[derive(Debug, Default)]
+pub struct ProducerStates {
+    producers: HashMap<i64, ProducerEntry>,
+}
+
+/// The last sequence of a batch of `count` records from `base`, wrapping past `i32::MAX` to 0
+/// (Kafka's `DefaultRecordBatch.incrementSequence`).
+pub fn last_sequence(base: i32, count: i32) -> i32 {
+    let increment = count - 1;
+    if base > i32::MAX - increment {
+        increment - (i32::MAX - base) - 1
+    } else {
+        base + increment
+    }
+}
+
+fn in_sequence(last: i32, next: i32) -> bool {
+    i64::from(next) == i64::from(last) + 1 || (next == 0 && last == i32::MAX)
+}
+
+impl ProducerStates {
+    /// Judges a batch. `unknown_producer_id_rule` is the pre-2.5 behaviour: a non-zero first
+    /// sequence from a producer without state is UNKNOWN_PRODUCER_ID.
+    pub fn check(&self, batch: &BatchInfo, unknown_producer_id_rule: bool) -> Verdict {
+        let (pid, epoch, first) = (batch.producer_id, batch.producer_epoch, batch.base_sequence);
+        if pid < 0 {
+            return Verdict::Append;
+        }
+        let reject = |error, reason: String| Verdict::Reject { error, reason };
+        if first < 0 {
+            return reject(
+                ResponseError::InvalidRecord,
+                format!("producer {pid} epoch {epoch}: base sequence {first} is negative"),
+            );
+        }
+        let last = last_sequence(first, batch.record_count);
+        let Some(entry) = self.producers.get(&pid) else {
+            if unknown_producer_id_rule && first != 0 {
+                return reject(
+                    ResponseError::UnknownProducerId,
+                    format!("producer {pid} epoch {epoch} has no state here and its first sequence is {first}, not 0 (Kafka before 2.5)"),
+                );
+            }
+            return Verdict::Append;
+        };
+        if epoch == entry.epoch {
+            if let Some(original) = entry
+                .batches
+                .iter()
+                .find(|b| b.first_seq == first && b.last_seq == last)
+            {
+                return Verdict::Duplicate {
+                    base_offset: original.base_offset,
+                    log_append_time_ms: original.log_append_time_ms,
+                };
+            }
+        }
+        if epoch < entry.epoch {
+            return reject(
+                ResponseError::InvalidProducerEpoch,
+                format!(
+                    "producer {pid}: epoch {epoch} is older than the current epoch {}",
+                    entry.epoch
+                ),
+            );
+        }
+        if epoch > entry.epoch {
+            if first != 0 {
+                return reject(
+                    ResponseError::OutOfOrderSequenceNumber,
+                    format!(
+                        "producer {pid}: new epoch {epoch} must start at sequence 0, got {first}"
+                    ),
+                );
+            }
+            return Verdict::Append;
+        }
+        match entry.batches.back() {
+            Some(previous) if !in_sequence(previous.last_seq, first) => reject(
+                ResponseError::OutOfOrderSequenceNumber,
+                format!(
+                    "producer {pid} epoch {epoch}: expected sequence {}, got {first}",
+                    if previous.last_seq == i32::MAX {
+                        0
+                    } else {
+                        previous.last_seq + 1
+                    }
+                ),
+            ),
+            _ => Verdict::Append,
+        }
+    }
+
+    /// Records an appended batch of a producer (no-op for producer id -1).
+    pub fn record(&mut self, batch: &BatchInfo, base_offset: i64, log_append_time_ms: i64) {
+        if batch.producer_id < 0 {
+            return;
+        }
+        let entry = self
+            .producers
+            .entry(batch.producer_id)
+            .or_insert_with(|| ProducerEntry {
+                epoch: batch.producer_epoch,
+                batches: VecDeque::with_capacity(BATCHES_RETAINED),
+            });
+        if entry.epoch != batch.producer_epoch {
+            entry.epoch = batch.producer_epoch;
+            entry.batches.clear();
+        }
+        if entry.batches.len() == BATCHES_RETAINED {
+            entry.batches.pop_front();
+        }
+        entry.batches.push_back(BatchMetadata {
+            first_seq: batch.base_sequence,
+            last_seq: last_sequence(batch.base_sequence, batch.record_count),
+            base_offset,
+            log_append_time_ms,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(pid: i64, epoch: i16, first: i32, count: i32) -> BatchInfo {
+        BatchInfo {
+            record_count: count,
+            max_timestamp: 0,
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: first,
+            transactional: false,
+        }
+    }
+
+    /// Appends every batch that is judged `Append`, at consecutive offsets.
+    fn feed(states: &mut ProducerStates, batches: &[BatchInfo]) -> Vec<Verdict> {
+        let mut offset = 0;
+        batches
+            .iter()
+            .map(|b| {
+                let verdict = states.check(b, false);
+                if verdict == Verdict::Append {
+                    states.record(b, offset, -1);
+                    offset += i64::from(b.record_count);
+                }
+                verdict
+            })
+            .collect()
+    }
+
+    fn error(v: &Verdict) -> Option<ResponseError> {
+        match v {
+            Verdict::Reject { error, .. } => Some(*error),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn batches_in_sequence_are_appended() {
+        let mut s = ProducerStates::default();
+        let v = feed(
+            &mut s,
+            &[batch(7, 0, 0, 3), batch(7, 0, 3, 2), batch(7, 0, 5, 1)],
+        );
+        assert!(v.iter().all(|v| *v == Verdict::Append), "{v:?}");
+    }
+
+    #[test]
+    fn a_retried_batch_is_a_duplicate_answered_with_its_original_offset() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 0, 0, 3), batch(7, 0, 3, 2)]);
+        assert_eq!(
+            s.check(&batch(7, 0, 0, 3), false),
+            Verdict::Duplicate {
+                base_offset: 0,
+                log_append_time_ms: -1
+            }
+        );
+        assert_eq!(
+            s.check(&batch(7, 0, 3, 2), false),
+            Verdict::Duplicate {
+                base_offset: 3,
+                log_append_time_ms: -1
+            }
+        );
+    }
+
+    #[test]
+    fn a_batch_overlapping_but_not_equal_to_a_kept_one_is_out_of_order() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 0, 0, 3)]);
+        assert_eq!(
+            error(&s.check(&batch(7, 0, 1, 3), false)),
+            Some(ResponseError::OutOfOrderSequenceNumber)
+        );
+    }
+
+    #[test]
+    fn a_gap_in_sequence_is_out_of_order() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 0, 0, 3)]);
+        let v = s.check(&batch(7, 0, 4, 1), false);
+        assert_eq!(error(&v), Some(ResponseError::OutOfOrderSequenceNumber));
+        let Verdict::Reject { reason, .. } = v else {
+            unreachable!()
+        };
+        assert!(reason.contains("expected sequence 3, got 4"), "{reason}");
+    }
+
+    #[test]
+    fn an_older_epoch_is_invalid_producer_epoch() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 2, 0, 1)]);
+        assert_eq!(
+            error(&s.check(&batch(7, 1, 1, 1), false)),
+            Some(ResponseError::InvalidProducerEpoch)
+        );
+    }
+
+    #[test]
+    fn a_duplicate_is_found_before_the_epoch_check() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 2, 0, 1)]);
+        assert!(matches!(
+            s.check(&batch(7, 2, 0, 1), false),
+            Verdict::Duplicate { .. }
+        ));
+    }
+
+    #[test]
+    fn a_new_epoch_must_start_at_zero() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 0, 0, 5)]);
+        assert_eq!(
+            error(&s.check(&batch(7, 1, 5, 1), false)),
+            Some(ResponseError::OutOfOrderSequenceNumber)
+        );
+        assert_eq!(s.check(&batch(7, 1, 0, 1), false), Verdict::Append);
+    }
+
+    #[test]
+    fn a_new_epoch_clears_the_duplicate_cache() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 0, 0, 1), batch(7, 1, 0, 1)]);
+        // Epoch 0's batch is forgotten: replaying it is now an older epoch, not a duplicate.
+        assert_eq!(
+            error(&s.check(&batch(7, 0, 0, 1), false)),
+            Some(ResponseError::InvalidProducerEpoch)
+        );
+        // Epoch 1's own batch is still a duplicate.
+        assert!(matches!(
+            s.check(&batch(7, 1, 0, 1), false),
+            Verdict::Duplicate { .. }
+        ));
+    }
+
+    #[test]
+    fn only_the_last_five_batches_are_kept_for_duplicates() {
+        let mut s = ProducerStates::default();
+        let batches: Vec<_> = (0..6).map(|i| batch(7, 0, i, 1)).collect();
+        feed(&mut s, &batches);
+        assert!(
+            matches!(
+                s.check(&batch(7, 0, 1, 1), false),
+                Verdict::Duplicate { .. }
+            ),
+            "second batch is kept"
+        );
+        assert_eq!(
+            error(&s.check(&batch(7, 0, 0, 1), false)),
+            Some(ResponseError::OutOfOrderSequenceNumber),
+            "the first batch was evicted by the sixth, so its retry is out of order"
+        );
+    }
+
+    #[test]
+    fn sequences_wrap_from_i32_max_to_zero() {
+        assert_eq!(last_sequence(i32::MAX - 1, 4), 1);
+        assert_eq!(last_sequence(i32::MAX, 1), i32::MAX);
+        let mut s = ProducerStates::default();
+        // First batch has no state, so any sequence is taken; it ends at MAX - 1 + 1 = MAX.
+        let v = feed(
+            &mut s,
+            &[
+                batch(7, 0, i32::MAX - 1, 2),
+                batch(7, 0, 0, 3),
+                batch(7, 0, 3, 1),
+            ],
+        );
+        assert!(v.iter().all(|v| *v == Verdict::Append), "{v:?}");
+        // A batch crossing the wrap: MAX - 1, MAX, 0, 1; the next must start at 2.
+        let mut s = ProducerStates::default();
+        let v = feed(&mut s, &[batch(8, 0, i32::MAX - 1, 4), batch(8, 0, 2, 1)]);
+        assert!(v.iter().all(|v| *v == Verdict::Append), "{v:?}");
+        assert!(matches!(
+            s.check(&batch(8, 0, i32::MAX - 1, 4), false),
+            Verdict::Duplicate { .. }
+        ));
+    }
+
+    #[test]
+    fn without_state_any_sequence_is_accepted_from_kafka_2_5() {
+        let s = ProducerStates::default();
+        assert_eq!(s.check(&batch(7, 3, 42, 1), false), Verdict::Append);
+    }
+
+    #[test]
+    fn before_kafka_2_5_a_non_zero_sequence_without_state_is_unknown_producer_id() {
+        let s = ProducerStates::default();
+        assert_eq!(
+            error(&s.check(&batch(7, 0, 42, 1), true)),
+            Some(ResponseError::UnknownProducerId)
+        );
+        assert_eq!(s.check(&batch(7, 0, 0, 1), true), Verdict::Append);
+    }
+
+    #[test]
+    fn a_negative_base_sequence_is_an_invalid_record() {
+        let s = ProducerStates::default();
+        assert_eq!(
+            error(&s.check(&batch(7, 0, -5, 1), false)),
+            Some(ResponseError::InvalidRecord)
+        );
+    }
+
+    #[test]
+    fn batches_without_producer_id_are_not_checked() {
+        let s = ProducerStates::default();
+        assert_eq!(s.check(&batch(-1, -1, -1, 1), false), Verdict::Append);
+    }
+}
