@@ -7,14 +7,12 @@
 //! Deviations from Apache Kafka: a manual assignment is checked for its length and broker ids
 //! but leaders stay round-robin.
 
-use std::collections::HashSet;
-
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
-use super::Ctx;
+use super::{named_twice, Ctx};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = CreatePartitionsRequest::VERSIONS;
@@ -25,13 +23,7 @@ pub fn handle(
     request: CreatePartitionsRequest,
     _version: i16,
 ) -> CreatePartitionsResponse {
-    let mut seen = HashSet::new();
-    let duplicates: HashSet<String> = request
-        .topics
-        .iter()
-        .map(|t| t.name.0.as_str().to_owned())
-        .filter(|n| !seen.insert(n.clone()))
-        .collect();
+    let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
     let mut state = ctx.shared.state();
     let nodes = state.nodes.clone();
     let results = request

@@ -9,7 +9,7 @@
 //! accepted (up to the broker count) but reported as asked while the partition has one replica;
 //! a manual replica assignment sets the partition count, and leaders stay round-robin.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
@@ -19,7 +19,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
-use super::{str_bytes, Ctx};
+use super::{named_twice, str_bytes, Ctx};
 use crate::state::topics::TOPIC_CONFIG_DEFAULTS;
 use crate::state::CreateTopicError;
 
@@ -33,13 +33,7 @@ pub const SOURCE_TOPIC: i8 = 1;
 
 /// Creates (or, with `validate_only`, checks) each topic.
 pub fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
-    let mut seen = HashSet::new();
-    let duplicates: HashSet<String> = request
-        .topics
-        .iter()
-        .map(|t| t.name.0.as_str().to_owned())
-        .filter(|name| !seen.insert(name.clone()))
-        .collect();
+    let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
     let topics = request
         .topics
         .into_iter()

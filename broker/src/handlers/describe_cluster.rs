@@ -7,7 +7,7 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::{Message, VersionRange};
 
-use super::{str_bytes, Ctx};
+use super::{advertised, str_bytes, Ctx};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DescribeClusterRequest::VERSIONS;
@@ -23,10 +23,11 @@ pub fn handle(
         .brokers
         .iter()
         .map(|b| {
+            let (host, port) = advertised(b);
             DescribeClusterBroker::default()
                 .with_broker_id(BrokerId(b.node_id))
-                .with_host(str_bytes(&b.addr.ip().to_string()))
-                .with_port(i32::from(b.addr.port()))
+                .with_host(host)
+                .with_port(port)
         })
         .collect();
     DescribeClusterResponse::default()

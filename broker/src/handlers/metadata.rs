@@ -16,7 +16,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
-use super::{str_bytes, topic_name, Ctx};
+use super::{advertised, str_bytes, topic_name, Ctx};
 use crate::state::topics::Topic;
 
 /// Versions implemented.
@@ -67,10 +67,11 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
         .brokers
         .iter()
         .map(|b| {
+            let (host, port) = advertised(b);
             MetadataResponseBroker::default()
                 .with_node_id(BrokerId(b.node_id))
-                .with_host(str_bytes(&b.addr.ip().to_string()))
-                .with_port(i32::from(b.addr.port()))
+                .with_host(host)
+                .with_port(port)
         })
         .collect();
     MetadataResponse::default()

@@ -99,6 +99,23 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Option<ResponseKi
     }))
 }
 
+/// Names given more than once (Kafka answers each of them INVALID_REQUEST).
+pub fn named_twice<'a>(names: impl Iterator<Item = &'a str>) -> std::collections::HashSet<String> {
+    let mut seen = std::collections::HashSet::new();
+    names
+        .filter(|n| !seen.insert(*n))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The host and port a broker advertises, as the wire carries them.
+pub fn advertised(broker: &crate::cluster::BrokerInfo) -> (StrBytes, i32) {
+    (
+        str_bytes(&broker.addr.ip().to_string()),
+        i32::from(broker.addr.port()),
+    )
+}
+
 /// A `StrBytes` from a `&str`.
 pub fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())

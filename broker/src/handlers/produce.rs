@@ -20,7 +20,7 @@ use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
-use super::{str_bytes, Ctx};
+use super::{advertised, Ctx};
 use crate::cluster::KafkaVersion;
 use crate::state::batch;
 use crate::state::topics::Topic;
@@ -174,10 +174,11 @@ fn node_endpoints(ctx: &Ctx<'_>, mut leaders: Vec<i32>) -> Vec<NodeEndpoint> {
         .iter()
         .filter(|b| leaders.contains(&b.node_id))
         .map(|b| {
+            let (host, port) = advertised(b);
             NodeEndpoint::default()
                 .with_node_id(BrokerId(b.node_id))
-                .with_host(str_bytes(&b.addr.ip().to_string()))
-                .with_port(i32::from(b.addr.port()))
+                .with_host(host)
+                .with_port(port)
         })
         .collect()
 }
