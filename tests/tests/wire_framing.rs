@@ -79,6 +79,16 @@ async fn an_undecodable_body_closes_only_its_connection() {
 }
 
 #[tokio::test]
+async fn a_request_claiming_two_billion_topics_closes_only_its_connection() {
+    // Metadata v1, client id "c", then a topic array of 0x7fffffff entries and no bytes for
+    // them: decoding must fail on the length, not try to allocate 154 GB and abort the process.
+    assert_closes_only_its_connection(&[
+        0, 0, 0, 15, 0, 3, 0, 1, 0, 0, 0, 7, 0, 1, b'c', 0x7f, 0xff, 0xff, 0xff,
+    ])
+    .await;
+}
+
+#[tokio::test]
 async fn a_stream_cut_inside_a_frame_closes_without_hurting_others() {
     let (_cluster, addr) = cluster().await;
     let bystander = Client::connect(addr).await.unwrap();
