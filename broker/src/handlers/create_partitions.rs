@@ -4,7 +4,8 @@
 //! A count not above the current one gets INVALID_PARTITIONS, an unknown topic
 //! UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST; `validate_only` checks only.
 //!
-//! Deviations from Apache Kafka: a manual assignment is checked for its length and broker ids
+//! Deviations from Apache Kafka: more than [`MAX_PARTITIONS`] partitions is INVALID_PARTITIONS;
+//! a manual assignment is checked for its length and broker ids
 //! but leaders stay round-robin.
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -13,6 +14,7 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{named_twice, Ctx};
+use crate::state::topics::MAX_PARTITIONS;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = CreatePartitionsRequest::VERSIONS;
@@ -48,7 +50,12 @@ pub fn handle(
                                 .find(|b| !nodes.contains(&b.0))
                                 .map(|b| format!("unknown broker {} in assignment", b.0))
                         });
-                        if new <= 0 {
+                        if t.count > MAX_PARTITIONS {
+                            Err((
+                                ResponseError::InvalidPartitions,
+                                format!("kmock keeps at most {MAX_PARTITIONS} partitions per topic, not {}", t.count),
+                            ))
+                        } else if new <= 0 {
                             Err((
                                 ResponseError::InvalidPartitions,
                                 format!("topic has {current} partitions; the new count {} must be larger", t.count),

@@ -5,7 +5,8 @@
 //! checks without creating. v5+ answers carry the partition count, replication factor and
 //! every config with its source; v7 the topic id.
 //!
-//! Deviations from Apache Kafka: kmock keeps one replica, so a replication factor above 1 is
+//! Deviations from Apache Kafka: more than 100,000 partitions is INVALID_PARTITIONS (a memory
+//! guard, `state::topics::MAX_PARTITIONS`); kmock keeps one replica, so a replication factor above 1 is
 //! accepted (up to the broker count) but reported as asked while the partition has one replica;
 //! a manual replica assignment sets the partition count, and leaders stay round-robin.
 

@@ -74,10 +74,13 @@ impl ClusterState {
                 format!("topic {name:?} already exists"),
             );
         }
-        if partitions < 1 {
+        if !(1..=topics::MAX_PARTITIONS).contains(&partitions) {
             return fail(
                 ResponseError::InvalidPartitions,
-                format!("number of partitions must be at least 1, not {partitions}"),
+                format!(
+                    "number of partitions must be between 1 and {}, not {partitions}",
+                    topics::MAX_PARTITIONS
+                ),
             );
         }
         if let Err(m) = topics::validate_configs(configs) {
@@ -107,5 +110,34 @@ impl ClusterState {
     /// The topic with this id.
     pub fn topic_by_id(&self, id: Uuid) -> Option<&Topic> {
         self.topics.values().find(|t| t.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_of_two_billion_partitions_is_refused_without_building_it() {
+        let mut state = ClusterState::new(vec![1], 0);
+        let err = state
+            .create_topic("huge", i32::MAX, BTreeMap::new())
+            .unwrap_err();
+        assert_eq!(
+            err.error,
+            ResponseError::InvalidPartitions,
+            "{}",
+            err.message
+        );
+        assert!(state.topics.is_empty());
+    }
+
+    #[test]
+    fn a_topic_name_can_be_reused_after_deletion_with_a_new_id() {
+        let mut state = ClusterState::new(vec![1, 2], 0);
+        let first = state.create_topic("t", 2, BTreeMap::new()).unwrap().id;
+        state.topics.remove("t");
+        let second = state.create_topic("t", 2, BTreeMap::new()).unwrap().id;
+        assert_ne!(first, second);
     }
 }
