@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 use crate::cluster::Shared;
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
-use crate::handlers::{self, Ctx};
+use crate::handlers::{self, Answer, Ctx};
 
 /// Frames read ahead of the one being handled before the reader stops reading: backpressure.
 const READ_AHEAD: usize = 64;
@@ -117,10 +117,14 @@ async fn run_connection(
                         response = handlers::handle(&ctx, *request) => response,
                     };
                     match response {
-                        Ok(Some(body)) => {
+                        Ok(Answer::Respond(body)) => {
                             codec::encode_response(api, version, correlation_id, &body).map(Some)
                         }
-                        Ok(None) => Ok(None),
+                        Ok(Answer::Nothing) => Ok(None),
+                        Ok(Answer::Close(reason)) => {
+                            tracing::debug!(parent: &span, "closing connection: {reason}");
+                            break;
+                        }
                         Err(e) => Err(e),
                     }
                 }

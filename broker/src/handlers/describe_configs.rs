@@ -2,8 +2,9 @@
 //!
 //! Topic resources (type 2): every topic config kmock knows, with the topic's overrides
 //! (source TOPIC_CONFIG) or Kafka's defaults (source DEFAULT_CONFIG). Broker resources (type 4,
-//! name = a node id, or empty for the cluster default): the broker defaults clients read.
-//! `configuration_keys` filters the list.
+//! name = this broker's node id, or empty for the cluster default; another broker's id is
+//! INVALID_REQUEST, as Kafka's `ConfigHelper`): the broker defaults clients read.
+//! `configuration_keys` filters the list; null or empty means every config.
 //!
 //! Deviations from Apache Kafka: broker configs are a short fixed list, not the whole
 //! `KafkaConfig`; synonyms and documentation are not filled in.
@@ -73,18 +74,15 @@ fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfig
             )),
         },
         RESOURCE_BROKER => {
-            let known = name.is_empty()
-                || ctx
-                    .shared
-                    .brokers
-                    .iter()
-                    .any(|b| b.node_id.to_string() == name);
-            if known {
+            if name.is_empty() || name == ctx.node_id.to_string() {
                 Ok(broker_configs(ctx))
             } else {
                 Err((
                     ResponseError::InvalidRequest,
-                    format!("broker {name:?} is not a node id of this cluster"),
+                    format!(
+                        "Unexpected broker id, expected {} or empty string, but received {name}",
+                        ctx.node_id
+                    ),
                 ))
             }
         }
@@ -101,6 +99,7 @@ fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfig
                     resource
                         .configuration_keys
                         .as_ref()
+                        .filter(|keys| !keys.is_empty())
                         .is_none_or(|keys| keys.iter().any(|key| key.as_str() == k))
                 })
                 .map(|(k, v, source)| {

@@ -3,9 +3,9 @@
 //! Without a transactional id: a fresh producer id with epoch 0 on every call, as Kafka's
 //! `TransactionCoordinator.handleInitProducerId` (a KIP-360 bump request from an idempotent
 //! producer gets a fresh id too). An empty transactional id is INVALID_REQUEST. With a
-//! transactional id: sent to any broker other than the
-//! transaction coordinator it gets NOT_COORDINATOR; a transaction timeout outside
-//! 1..=900000 ms gets INVALID_TRANSACTION_TIMEOUT; the first call allocates an id, later calls
+//! transactional id: a transaction timeout outside 1..=900000 ms gets
+//! INVALID_TRANSACTION_TIMEOUT, then a broker other than the transaction coordinator answers
+//! NOT_COORDINATOR (Kafka's order); the first call allocates an id, later calls
 //! bump the epoch (a new id when the epoch is exhausted); a call naming a producer id and epoch
 //! (KIP-360) must name the current ones, else PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before
 //! v4, as Kafka maps it).
@@ -44,11 +44,11 @@ pub fn handle(
         Some(txn_id) if txn_id.0.is_empty() => return fail(ResponseError::InvalidRequest),
         Some(txn_id) => {
             let txn_id = txn_id.0.as_str();
-            if coordinator_for(txn_id, TRANSACTION_STATE_PARTITIONS, &state.nodes) != ctx.node_id {
-                return fail(ResponseError::NotCoordinator);
-            }
             if !(1..=TRANSACTION_MAX_TIMEOUT_MS).contains(&request.transaction_timeout_ms) {
                 return fail(ResponseError::InvalidTransactionTimeout);
+            }
+            if coordinator_for(txn_id, TRANSACTION_STATE_PARTITIONS, &state.nodes) != ctx.node_id {
+                return fail(ResponseError::NotCoordinator);
             }
             if request.producer_id.0 != -1 {
                 let current = state.producers.transactional(txn_id);

@@ -61,15 +61,27 @@ pub fn supported_versions(api: ApiKey) -> Option<VersionRange> {
         .map(|(_, range)| *range)
 }
 
-/// Handles one request. `Ok(None)` means the request gets no answer (Produce with acks = 0).
+/// What the connection does after a request was handled.
+#[derive(Debug)]
+pub enum Answer {
+    /// Send this response.
+    Respond(Box<ResponseKind>),
+    /// Send nothing: a Produce with acks = 0 that succeeded.
+    Nothing,
+    /// Close the connection without answering: a Produce with acks = 0 that failed, which is
+    /// how Kafka tells such a producer to refresh its metadata. The string says why.
+    Close(String),
+}
+
+/// Handles one request.
 ///
 /// # Errors
 /// [`CodecError::NotImplemented`] if the request is of an API missing here (the codec lets
 /// through only registered APIs, so this is a registry that lost its handler).
-pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Option<ResponseKind>, CodecError> {
+pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecError> {
     let v = request.version;
-    Ok(Some(match request.body {
-        RequestKind::Produce(r) => return Ok(produce::handle(ctx, r, v).map(ResponseKind::Produce)),
+    Ok(Answer::Respond(Box::new(match request.body {
+        RequestKind::Produce(r) => return Ok(produce::handle(ctx, r, v)),
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(ctx, r, v).await),
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(ctx, r, v)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r, v)),
@@ -96,7 +108,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Option<ResponseKi
             ResponseKind::DescribeCluster(describe_cluster::handle(ctx, r, v))
         }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
-    }))
+    })))
 }
 
 /// Names given more than once (Kafka answers each of them INVALID_REQUEST).

@@ -2,7 +2,8 @@
 //!
 //! acks 0, 1 and -1 (with one replica, -1 is satisfied on append); one record batch v2 per
 //! partition, validated as Kafka does ([`crate::state::batch::validate`]); offsets assigned by
-//! the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer. A partition
+//! the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer, and a
+//! failed acks 0 request closes the connection. A partition
 //! this broker does not lead gets NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951).
 //!
 //! Batches with a producer id pass Kafka's producer state checks first
@@ -16,11 +17,11 @@ use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse, ResponseKind};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
-use super::{advertised, Ctx};
+use super::{advertised, Answer, Ctx};
 use crate::cluster::KafkaVersion;
 use crate::state::batch;
 use crate::state::topics::Topic;
@@ -28,15 +29,16 @@ use crate::state::topics::Topic;
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 
-/// Appends each partition's batch; `None` for acks = 0 (no answer is sent).
-pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Option<ProduceResponse> {
+/// Appends each partition's batch. With acks = 0 nothing is answered, and a failure closes the
+/// connection (Kafka's `KafkaApis.handleProduceRequest`).
+pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     let acks_valid = matches!(request.acks, -1..=1);
     let transactional = request.transactional_id.is_some();
     let now_ms = ctx.shared.now_ms();
     let mut other_leaders = Vec::new();
     let mut appended = false;
     let mut state = ctx.shared.state();
-    let responses = request
+    let responses: Vec<TopicProduceResponse> = request
         .topic_data
         .into_iter()
         .map(|topic_data| {
@@ -100,15 +102,30 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Option<Pr
     if appended {
         ctx.shared.data_arrived.notify_waiters();
     }
-    (request.acks != 0).then(|| {
+    if request.acks == 0 {
+        let failed = responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter().map(move |p| (t, p)))
+            .find(|(_, p)| p.error_code != 0);
+        return match failed {
+            None => Answer::Nothing,
+            Some((t, p)) => Answer::Close(format!(
+                "acks=0 produce to {}-{} failed with error {}",
+                t.name.0.as_str(),
+                p.index,
+                p.error_code
+            )),
+        };
+    }
+    Answer::Respond(Box::new(ResponseKind::Produce(
         ProduceResponse::default()
             .with_responses(responses)
             .with_node_endpoints(if version >= 10 {
                 node_endpoints(ctx, other_leaders)
             } else {
                 Vec::new()
-            })
-    })
+            }),
+    )))
 }
 
 type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;

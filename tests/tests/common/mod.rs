@@ -1,0 +1,58 @@
+//! Helpers shared by the wire-level integration tests: a cluster with a client, topic names,
+//! and assertions whose messages say what arrived and what was expected.
+#![allow(dead_code)]
+
+use std::fmt::Debug;
+
+use anyhow::{ensure, Result};
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use kmock::Cluster;
+use kmock_client::Client;
+
+/// A `TopicName` from a `&str`.
+pub fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_owned()))
+}
+
+/// A `StrBytes` from a `&str`.
+pub fn text(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_owned())
+}
+
+/// An error code as `Name (code)` (`NONE (0)` for no error), for assertion messages.
+pub fn err(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        Some(e) => format!("{e:?} ({code})"),
+        None => format!("NONE ({code})"),
+    }
+}
+
+/// Fails with "`what`: got …, expected …" unless `got == expected`.
+pub fn same<T: PartialEq + Debug>(what: &str, got: T, expected: T) -> Result<()> {
+    ensure!(
+        got == expected,
+        "{what}: got {got:?}, expected {expected:?}"
+    );
+    Ok(())
+}
+
+/// Fails unless error code `got` is `expected` (`None`: no error), naming both.
+pub fn code_is(what: &str, got: i16, expected: Option<ResponseError>) -> Result<()> {
+    same(what, err(got), err(expected.map_or(0, |e| e.code())))
+}
+
+/// A cluster of `brokers` brokers on 127.0.0.1:0 with `topics` of `partitions` partitions each
+/// (topic auto-creation off), and a client connected to its first broker.
+pub async fn start(brokers: usize, topics: &[&str], partitions: i32) -> Result<(Cluster, Client)> {
+    let mut builder = Cluster::builder()
+        .brokers(brokers)
+        .auto_create_topics(false);
+    for topic in topics {
+        builder = builder.topic(topic, partitions);
+    }
+    let cluster = builder.start().await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    Ok((cluster, client))
+}
