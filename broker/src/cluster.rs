@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::Error;
+use crate::journal::{Entry, Journal, JournalError, JournalSnapshot, Sink};
 use crate::state::ClusterState;
+use std::io::Write;
 
 /// A broker's identity as clients see it in Metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +85,7 @@ pub(crate) struct Config {
     pub max_frame_bytes: usize,
     pub cluster_id: String,
     pub kafka_version: KafkaVersion,
+    pub journal_capacity: usize,
 }
 
 impl Default for Config {
@@ -97,6 +100,7 @@ impl Default for Config {
             max_frame_bytes: 100 * 1024 * 1024,
             cluster_id: "kmock-cluster".to_owned(),
             kafka_version: KafkaVersion::LATEST,
+            journal_capacity: crate::journal::DEFAULT_CAPACITY,
         }
     }
 }
@@ -109,6 +113,8 @@ pub(crate) struct Shared {
     pub state: Mutex<ClusterState>,
     /// Woken on every append, so long-polling Fetch requests can look again.
     pub data_arrived: Notify,
+    /// Every request, in arrival order.
+    pub journal: Journal,
     next_connection_id: AtomicU64,
 }
 
@@ -139,6 +145,7 @@ impl Shared {
 #[must_use = "a ClusterBuilder does nothing until .start().await"]
 pub struct ClusterBuilder {
     config: Config,
+    journal_sink: Option<Sink>,
 }
 
 impl ClusterBuilder {
@@ -206,13 +213,30 @@ impl ClusterBuilder {
         self
     }
 
+    /// Entries the journal keeps in memory; when full the oldest go and are counted in
+    /// [`JournalSnapshot::evicted`]. Default 1,000,000. 0 keeps none (a sink still gets all).
+    pub fn journal_capacity(mut self, entries: usize) -> Self {
+        self.config.journal_capacity = entries;
+        self
+    }
+
+    /// Writes every journal entry, once complete, to `sink` as one JSON line, flushed after
+    /// each line (what `kmock serve --journal PATH` does). Never truncated by the capacity.
+    pub fn journal_jsonl(mut self, sink: impl Write + Send + 'static) -> Self {
+        self.journal_sink = Some(Sink(Box::new(sink)));
+        self
+    }
+
     /// Binds every listener, creates the configured topics and starts serving.
     ///
     /// # Errors
     /// [`Error::Bind`] when a port cannot be bound; [`Error::Topic`] when a configured topic is
     /// invalid (bad name, fewer than one partition, given twice).
     pub async fn start(self) -> Result<Cluster, Error> {
-        let config = self.config;
+        let ClusterBuilder {
+            config,
+            journal_sink,
+        } = self;
         let mut listeners = Vec::with_capacity(config.brokers);
         let mut brokers = Vec::with_capacity(config.brokers);
         for i in 0..config.brokers {
@@ -246,11 +270,13 @@ impl ClusterBuilder {
                 .create_topic(name, *partitions, BTreeMap::new())
                 .map_err(|e| Error::Topic(e.message))?;
         }
+        let journal = Journal::new(config.journal_capacity, journal_sink);
         let shared = Arc::new(Shared {
             config,
             brokers,
             state: Mutex::new(state),
             data_arrived: Notify::new(),
+            journal,
             next_connection_id: AtomicU64::new(0),
         });
         let shutdown = CancellationToken::new();
@@ -341,6 +367,24 @@ impl Cluster {
     pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
         let state = self.inner.shared.state();
         Some(state.topics.get(topic)?.partition(partition)?.leader)
+    }
+
+    /// A copy of the journal now: every request received, in arrival order.
+    pub fn journal(&self) -> JournalSnapshot {
+        self.inner.shared.journal.snapshot()
+    }
+
+    /// Waits until the journal holds an entry matching `pred` (one already there counts),
+    /// and returns it. Checked on every arrival and every completion.
+    ///
+    /// # Errors
+    /// [`JournalError::Timeout`] after `timeout`, listing the last entries seen.
+    pub async fn wait_for(
+        &self,
+        pred: impl Fn(&Entry) -> bool,
+        timeout: std::time::Duration,
+    ) -> Result<Entry, JournalError> {
+        self.inner.shared.journal.wait_for(pred, timeout).await
     }
 
     /// Stops every listener and connection and waits until they have ended; the ports are free

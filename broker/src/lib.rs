@@ -35,11 +35,13 @@ mod codec;
 mod connection;
 mod error;
 mod handlers;
+pub mod journal;
 mod server;
 mod state;
 
 pub use cluster::{BrokerInfo, Cluster, ClusterBuilder, KafkaVersion};
 pub use error::Error;
+pub use journal::{Entry, JournalSnapshot};
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,10 +1,13 @@
 //! The accept loop of each broker and the task of each connection.
 //!
 //! A connection runs two loops joined in one task: the reader takes whole frames off the
-//! socket as soon as they arrive (so arrival order is the order frames are read, even while an
-//! earlier request is still being handled), and the processor handles them one at a time, in
-//! order, writing each answer before taking the next — Kafka's guarantee that responses on a
-//! connection come back in request order. Connections are independent of each other.
+//! socket as soon as they arrive, decodes them and appends each to the journal — so a request's
+//! journal `seq` is its arrival order, even while an earlier request on the same connection is
+//! still being handled — and the processor handles them one at a time, in order, writing each
+//! answer before taking the next (Kafka's guarantee that responses on a connection come back in
+//! request order), then completes the journal entry. Connections are independent of each other.
+//! A frame that cannot be read or decoded is journaled as a bad request and closes its
+//! connection only.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +22,9 @@ use crate::cluster::Shared;
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
 use crate::handlers::{self, Answer, Ctx};
+use crate::journal::summary::{self, RequestSummary, ResponseSummary};
+use crate::journal::{Arrival, Entry};
+use kafka_protocol::messages::ApiKey;
 
 /// Frames read ahead of the one being handled before the reader stops reading: backpressure.
 const READ_AHEAD: usize = 64;
@@ -68,7 +74,13 @@ async fn run_connection(
     let _ = stream.set_nodelay(true);
     tracing::debug!(parent: &span, "connection opened");
     let (read_half, write_half) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel(READ_AHEAD);
+    let (tx, mut rx) = mpsc::channel::<(u64, Decoded)>(READ_AHEAD);
+    let arrival = Arrival {
+        broker: node_id,
+        conn,
+        peer,
+    };
+    let journal = &shared.journal;
 
     let reader = async {
         let mut frames = FrameReader::new(read_half, shared.config.max_frame_bytes);
@@ -77,15 +89,39 @@ async fn run_connection(
                 () = close.cancelled() => break,
                 frame = frames.read_frame() => frame,
             };
-            match frame {
-                Ok(Some(frame)) => {
-                    if tx.send(frame).await.is_err() {
+            let frame = match frame {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(e) => {
+                    let seq =
+                        journal.append(&arrival, |entry| entry.bad_request = Some(e.to_string()));
+                    journal.finish(seq, |_| {});
+                    tracing::warn!(parent: &span, seq, "closing connection: {e}");
+                    close.cancel();
+                    break;
+                }
+            };
+            let peek = codec::peek_header(&frame).ok();
+            match codec::decode_request(frame, handlers::supported_versions) {
+                Ok(decoded) => {
+                    let seq =
+                        journal.append(&arrival, |entry| record_request(entry, &decoded, &shared));
+                    if let Err(unsent) = tx.send((seq, decoded)).await {
+                        journal.finish(unsent.0 .0, |_| {});
                         break;
                     }
                 }
-                Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!(parent: &span, "closing connection: {e}");
+                    let seq = journal.append(&arrival, |entry| {
+                        if let Some(peek) = peek {
+                            entry.api = Some(api_name(peek.api_key));
+                            entry.version = Some(peek.version);
+                            entry.correlation_id = Some(peek.correlation_id);
+                        }
+                        entry.bad_request = Some(e.to_string());
+                    });
+                    journal.finish(seq, |_| {});
+                    tracing::warn!(parent: &span, seq, "closing connection: {e}");
                     close.cancel();
                     break;
                 }
@@ -101,59 +137,73 @@ async fn run_connection(
             node_id,
         };
         loop {
-            let frame = tokio::select! {
+            let (seq, decoded) = tokio::select! {
                 () = close.cancelled() => break,
-                frame = rx.recv() => match frame {
-                    Some(frame) => frame,
+                next = rx.recv() => match next {
+                    Some(next) => next,
                     None => break,
                 },
             };
-            let answer = match codec::decode_request(frame, handlers::supported_versions) {
-                Ok(Decoded::Request(request)) => {
+            let answer = match decoded {
+                Decoded::Request(request) => {
                     let (api, version) = (request.api_key, request.version);
                     let correlation_id = request.header.correlation_id;
-                    let response = tokio::select! {
-                        () = close.cancelled() => break,
-                        response = handlers::handle(&ctx, *request) => response,
-                    };
-                    match response {
-                        Ok(Answer::Respond(body)) => {
-                            codec::encode_response(api, version, correlation_id, &body).map(Some)
+                    let handled = tokio::select! {
+                        () = close.cancelled() => {
+                            journal.finish(seq, |_| {});
+                            break;
                         }
-                        Ok(Answer::Nothing) => Ok(None),
+                        handled = handlers::handle(&ctx, *request) => handled,
+                    };
+                    match handled {
+                        Ok(Answer::Respond(body)) => Ok((api, version, correlation_id, body)),
+                        Ok(Answer::Nothing) => {
+                            journal.finish(seq, |_| {});
+                            continue;
+                        }
                         Ok(Answer::Close(reason)) => {
-                            tracing::debug!(parent: &span, "closing connection: {reason}");
+                            journal.finish(seq, |_| {});
+                            tracing::debug!(parent: &span, seq, "closing connection: {reason}");
                             break;
                         }
                         Err(e) => Err(e),
                     }
                 }
-                Ok(Decoded::ApiVersionsFallback {
+                Decoded::ApiVersionsFallback {
                     correlation_id,
                     version,
-                }) => {
+                } => {
                     tracing::debug!(parent: &span, version, "ApiVersions version unknown: answering v0");
                     let body = handlers::api_versions::unsupported_version_answer();
-                    codec::encode_response(
-                        kafka_protocol::messages::ApiKey::ApiVersions,
-                        0,
-                        correlation_id,
-                        &body,
-                    )
-                    .map(Some)
+                    Ok((ApiKey::ApiVersions, 0, correlation_id, Box::new(body)))
                 }
-                Err(e) => Err(e),
             };
-            match answer {
-                Ok(Some(frame)) => {
-                    if let Err(e) = write_frame(&mut writer, &frame).await {
-                        tracing::debug!(parent: &span, "write failed, closing: {e}");
-                        break;
-                    }
+            let written = match answer.and_then(|(api, version, correlation_id, body)| {
+                codec::encode_response(api, version, correlation_id, &body)
+                    .map(|frame| (frame, body))
+            }) {
+                Ok((frame, body)) => match write_frame(&mut writer, &frame).await {
+                    Ok(()) => Ok(body),
+                    Err(e) => Err(format!("write failed: {e}")),
+                },
+                Err(e) => Err(e.to_string()),
+            };
+            match written {
+                Ok(body) => {
+                    let at_us = journal.now_us();
+                    journal.finish(seq, |entry| {
+                        if let Some(request) = &mut entry.request {
+                            summary::complete(request, &body);
+                        }
+                        entry.response = Some(ResponseSummary {
+                            at_us,
+                            error_codes: summary::error_codes(&body),
+                        });
+                    });
                 }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(parent: &span, "closing connection: {e}");
+                Err(reason) => {
+                    journal.finish(seq, |_| {});
+                    tracing::warn!(parent: &span, seq, "closing connection: {reason}");
                     break;
                 }
             }
@@ -162,5 +212,42 @@ async fn run_connection(
     };
 
     tokio::join!(reader, processor);
+    // Requests read but never handled: complete their entries, unanswered.
+    while let Ok((seq, _)) = rx.try_recv() {
+        journal.finish(seq, |_| {});
+    }
     tracing::debug!(parent: &span, "connection closed");
+}
+
+/// Kafka's name of an API key, or `Unknown(<key>)`.
+fn api_name(key: i16) -> String {
+    ApiKey::try_from(key).map_or_else(|()| format!("Unknown({key})"), |api| format!("{api:?}"))
+}
+
+/// Fills a new journal entry from a decoded request.
+fn record_request(entry: &mut Entry, decoded: &Decoded, shared: &Shared) {
+    match decoded {
+        Decoded::Request(request) => {
+            entry.api = Some(format!("{:?}", request.api_key));
+            entry.version = Some(request.version);
+            entry.correlation_id = Some(request.header.correlation_id);
+            entry.client_id = request
+                .header
+                .client_id
+                .as_ref()
+                .map(|c| c.as_str().to_owned());
+            entry.request = Some(summary::summarize(&request.body, |id| {
+                shared.state().topic_by_id(id).map(|t| t.name.clone())
+            }));
+        }
+        Decoded::ApiVersionsFallback {
+            correlation_id,
+            version,
+        } => {
+            entry.api = Some(format!("{:?}", ApiKey::ApiVersions));
+            entry.version = Some(*version);
+            entry.correlation_id = Some(*correlation_id);
+            entry.request = Some(RequestSummary::Other);
+        }
+    }
 }

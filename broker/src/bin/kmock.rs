@@ -41,6 +41,10 @@ struct Serve {
     /// Partitions of an auto-created topic (Kafka's num.partitions).
     #[arg(long, default_value_t = 1)]
     default_partitions: i32,
+    /// Write every request to this file as JSON Lines, one entry a line, flushed after each
+    /// (lines come in completion order; `seq` gives arrival order).
+    #[arg(long, value_name = "PATH")]
+    journal: Option<std::path::PathBuf>,
 }
 
 fn parse_topic(s: &str) -> anyhow::Result<(String, i32)> {
@@ -81,6 +85,11 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
         .default_partitions(args.default_partitions);
     for (name, partitions) in &args.topics {
         builder = builder.topic(name, *partitions);
+    }
+    if let Some(path) = &args.journal {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("cannot create journal file {}", path.display()))?;
+        builder = builder.journal_jsonl(std::io::BufWriter::new(file));
     }
     let cluster = builder.start().await?;
     println!("bootstrap: {}", cluster.bootstrap());

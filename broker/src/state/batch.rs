@@ -168,15 +168,22 @@ pub fn validate(records: &Bytes) -> Result<ValidBatch, InvalidBatch> {
         ));
     }
     Ok(ValidBatch {
-        info: BatchInfo {
-            record_count,
-            max_timestamp: read_i64(records, at::MAX_TIMESTAMP),
-            producer_id: read_i64(records, at::PRODUCER_ID),
-            producer_epoch: read_i16(records, at::PRODUCER_EPOCH),
-            base_sequence: read_i32(records, at::BASE_SEQUENCE),
-            transactional: attributes & TRANSACTIONAL != 0,
-        },
+        info: header(records).expect("checked above: at least a whole header"),
         bytes: records.clone(),
+    })
+}
+
+/// The header fields of the first batch in `records`, without any validation; `None` when the
+/// bytes are shorter than a batch header. For the journal, which records what the client sent
+/// even when the broker refuses it.
+pub fn header(records: &[u8]) -> Option<BatchInfo> {
+    (records.len() >= at::RECORDS).then(|| BatchInfo {
+        record_count: read_i32(records, at::RECORD_COUNT),
+        max_timestamp: read_i64(records, at::MAX_TIMESTAMP),
+        producer_id: read_i64(records, at::PRODUCER_ID),
+        producer_epoch: read_i16(records, at::PRODUCER_EPOCH),
+        base_sequence: read_i32(records, at::BASE_SEQUENCE),
+        transactional: read_i16(records, at::ATTRIBUTES) & TRANSACTIONAL != 0,
     })
 }
 

@@ -1,0 +1,372 @@
+//! The journal: every request the cluster receives, in one cluster-wide arrival order.
+//!
+//! A request gets its sequence number the moment its whole frame has been read, before it is
+//! handled, across every broker and connection; numbering and appending happen under one lock,
+//! so the journal never holds entry n+1 before entry n. The entry is completed when the request
+//! has been answered (or left unanswered), with the response's time and error codes.
+//!
+//! Memory is bounded by a capacity in entries: when full, the oldest entry goes and
+//! [`JournalSnapshot::evicted`] counts it. A JSON Lines sink, when set, receives every entry
+//! once it is complete and is never truncated; since requests on different connections complete
+//! in any order, its lines are in completion order — sort by `seq` for arrival order.
+
+pub mod summary;
+
+use std::collections::VecDeque;
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+pub use summary::{
+    FetchPartition, FetchSummary, InitProducerIdSummary, ListOffsetsPartition, ListOffsetsSummary,
+    ProducePartition, ProduceSummary, RequestSummary, ResponseSummary,
+};
+
+/// Default capacity, in entries.
+pub const DEFAULT_CAPACITY: usize = 1_000_000;
+
+/// One request as it arrived. Field names are stable: they are the JSON Lines format.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Arrival order across the whole cluster, from 1.
+    pub seq: u64,
+    /// When the frame was read, µs since the cluster started (monotonic clock).
+    pub at_us: u64,
+    /// Node id of the broker whose listener read it.
+    pub broker: i32,
+    /// Connection id, unique within the cluster.
+    pub conn: u64,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The client id from the request header.
+    pub client_id: Option<String>,
+    /// Kafka's API name (`Produce`, `Fetch`, …), or `Unknown(<key>)`; `null` for a frame too
+    /// short to carry one.
+    pub api: Option<String>,
+    /// API version asked, when readable.
+    pub version: Option<i16>,
+    /// Correlation id, when readable.
+    pub correlation_id: Option<i32>,
+    /// The decoded request; `None` for a bad request.
+    pub request: Option<RequestSummary>,
+    /// Why the frame could not be handled (the connection was closed); `None` for a good one.
+    pub bad_request: Option<String>,
+    /// The answer; `None` while pending, and for requests never answered (acks = 0, closed).
+    pub response: Option<ResponseSummary>,
+    /// Names of the fault rules applied to this request.
+    pub faults: Vec<String>,
+}
+
+impl Entry {
+    /// Whether this entry is a request of `api` (Kafka's name, e.g. `"Produce"`).
+    pub fn is(&self, api: &str) -> bool {
+        self.api.as_deref() == Some(api)
+    }
+
+    /// The topics the request names (Produce, Fetch, ListOffsets), empty for other APIs.
+    pub fn topics(&self) -> Vec<&str> {
+        let mut topics: Vec<&str> = match &self.request {
+            Some(RequestSummary::Produce(s)) => {
+                s.partitions.iter().map(|p| p.topic.as_str()).collect()
+            }
+            Some(RequestSummary::Fetch(s)) => {
+                s.partitions.iter().map(|p| p.topic.as_str()).collect()
+            }
+            Some(RequestSummary::ListOffsets(s)) => {
+                s.partitions.iter().map(|p| p.topic.as_str()).collect()
+            }
+            _ => Vec::new(),
+        };
+        topics.dedup();
+        topics
+    }
+}
+
+/// One partition's batch of a Produce request, with the entry it came in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProduceBatch {
+    /// The whole entry (seq, conn, times, …).
+    pub entry: Entry,
+    /// The partition's batch.
+    pub batch: ProducePartition,
+}
+
+/// Why waiting on the journal failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// No matching entry arrived in time.
+    #[error("no matching journal entry within {timeout:?}; the last entries were:\n{last}")]
+    Timeout {
+        /// How long was waited.
+        timeout: Duration,
+        /// The last entries seen, one JSON line each.
+        last: String,
+    },
+    /// A JSON Lines journal could not be read or written.
+    #[error("journal JSON Lines: {0}")]
+    Json(String),
+}
+
+/// A copy of the journal at one moment, with ordered queries.
+#[derive(Debug, Clone, Default)]
+pub struct JournalSnapshot {
+    entries: Vec<Entry>,
+    evicted: u64,
+}
+
+impl JournalSnapshot {
+    /// Every entry kept, in arrival order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// How many of the oldest entries were dropped to stay within the capacity.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Entries of one API (Kafka's name, e.g. `"Produce"`), in arrival order.
+    pub fn api<'a>(&'a self, api: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries.iter().filter(move |e| e.is(api))
+    }
+
+    /// Entries of one connection, in arrival order.
+    pub fn connection(&self, conn: u64) -> impl Iterator<Item = &Entry> + '_ {
+        self.entries.iter().filter(move |e| e.conn == conn)
+    }
+
+    /// Entries whose request header carried this client id, in arrival order.
+    pub fn client_id<'a>(&'a self, client_id: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| e.client_id.as_deref() == Some(client_id))
+    }
+
+    /// Entries naming this topic (Produce, Fetch, ListOffsets), in arrival order.
+    pub fn topic<'a>(&'a self, topic: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| e.topics().contains(&topic))
+    }
+
+    /// One item per partition batch of every Produce request, in arrival order (and request
+    /// order within one request).
+    pub fn produce_batches(&self) -> Vec<ProduceBatch> {
+        self.entries
+            .iter()
+            .filter_map(|e| match &e.request {
+                Some(RequestSummary::Produce(s)) => {
+                    Some(s.partitions.iter().map(move |b| ProduceBatch {
+                        entry: e.clone(),
+                        batch: b.clone(),
+                    }))
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Writes every entry as one JSON object a line.
+    ///
+    /// # Errors
+    /// [`JournalError::Json`] when writing fails.
+    pub fn write_jsonl(&self, mut out: impl Write) -> Result<(), JournalError> {
+        for entry in &self.entries {
+            write_line(&mut out, entry)?;
+        }
+        out.flush().map_err(|e| JournalError::Json(e.to_string()))
+    }
+}
+
+/// Reads a JSON Lines journal (as written by [`JournalSnapshot::write_jsonl`] or
+/// `kmock serve --journal`), sorted into arrival order. Blank lines are skipped.
+///
+/// # Errors
+/// [`JournalError::Json`] naming the first line that is not an entry.
+pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Entry>, JournalError> {
+    let mut entries = Vec::new();
+    for (n, line) in input.lines().enumerate() {
+        let line = line.map_err(|e| JournalError::Json(e.to_string()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry = serde_json::from_str(&line)
+            .map_err(|e| JournalError::Json(format!("line {}: {e}", n + 1)))?;
+        entries.push(entry);
+    }
+    entries.sort_by_key(|e: &Entry| e.seq);
+    Ok(entries)
+}
+
+fn write_line(out: &mut impl Write, entry: &Entry) -> Result<(), JournalError> {
+    serde_json::to_writer(&mut *out, entry).map_err(|e| JournalError::Json(e.to_string()))?;
+    out.write_all(b"\n")
+        .map_err(|e| JournalError::Json(e.to_string()))
+}
+
+/// Where an entry came from, before it has a number.
+#[derive(Debug, Clone)]
+pub(crate) struct Arrival {
+    pub broker: i32,
+    pub conn: u64,
+    pub peer: SocketAddr,
+}
+
+/// The cluster's journal.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    started: Instant,
+    capacity: usize,
+    state: Mutex<State>,
+    sink: Option<Mutex<Sink>>,
+    appended: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: VecDeque<Entry>,
+    next_seq: u64,
+    evicted: u64,
+}
+
+/// Where complete entries are written as JSON Lines.
+pub(crate) struct Sink(pub Box<dyn Write + Send>);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
+}
+
+impl Journal {
+    pub fn new(capacity: usize, sink: Option<Sink>) -> Self {
+        Self {
+            started: Instant::now(),
+            capacity,
+            state: Mutex::new(State {
+                next_seq: 1,
+                ..State::default()
+            }),
+            sink: sink.map(Mutex::new),
+            appended: Notify::new(),
+        }
+    }
+
+    /// µs since the cluster started.
+    pub fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Numbers and appends an entry in one step; `fill` sets the request fields.
+    pub fn append(&self, from: &Arrival, fill: impl FnOnce(&mut Entry)) -> u64 {
+        let at_us = self.now_us();
+        let mut state = self.state();
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let mut entry = Entry {
+            seq,
+            at_us,
+            broker: from.broker,
+            conn: from.conn,
+            peer: from.peer,
+            client_id: None,
+            api: None,
+            version: None,
+            correlation_id: None,
+            request: None,
+            bad_request: None,
+            response: None,
+            faults: Vec::new(),
+        };
+        fill(&mut entry);
+        if self.capacity > 0 {
+            if state.entries.len() == self.capacity {
+                state.entries.pop_front();
+                state.evicted += 1;
+            }
+            state.entries.push_back(entry);
+        } else {
+            state.evicted += 1;
+        }
+        drop(state);
+        self.appended.notify_waiters();
+        seq
+    }
+
+    /// Completes entry `seq` (still in memory or not) and writes it to the sink.
+    pub fn finish(&self, seq: u64, complete: impl FnOnce(&mut Entry)) {
+        let written = {
+            let mut state = self.state();
+            let first = state.entries.front().map_or(seq + 1, |e| e.seq);
+            match seq
+                .checked_sub(first)
+                .and_then(|i| state.entries.get_mut(i as usize))
+            {
+                Some(entry) => {
+                    complete(entry);
+                    self.sink.as_ref().map(|_| entry.clone())
+                }
+                None => None,
+            }
+        };
+        self.appended.notify_waiters();
+        if let (Some(sink), Some(entry)) = (&self.sink, written) {
+            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+            let result = write_line(&mut sink.0, &entry).and_then(|()| {
+                sink.0
+                    .flush()
+                    .map_err(|e| JournalError::Json(e.to_string()))
+            });
+            if let Err(e) = result {
+                tracing::error!("journal sink: {e}");
+            }
+        }
+    }
+
+    pub fn snapshot(&self) -> JournalSnapshot {
+        let state = self.state();
+        JournalSnapshot {
+            entries: state.entries.iter().cloned().collect(),
+            evicted: state.evicted,
+        }
+    }
+
+    /// Waits until an entry matching `pred` is in the journal (already there counts); woken
+    /// by every append and every completion.
+    pub async fn wait_for(
+        &self,
+        pred: impl Fn(&Entry) -> bool,
+        timeout: Duration,
+    ) -> Result<Entry, JournalError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let appended = self.appended.notified();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            if let Some(found) = self.state().entries.iter().find(|e| pred(e)) {
+                return Ok(found.clone());
+            }
+            if tokio::time::timeout_at(deadline, appended).await.is_err() {
+                let state = self.state();
+                let skip = state.entries.len().saturating_sub(10);
+                let mut last = Vec::new();
+                for entry in state.entries.iter().skip(skip) {
+                    let _ = write_line(&mut last, entry);
+                }
+                return Err(JournalError::Timeout {
+                    timeout,
+                    last: String::from_utf8_lossy(&last).into_owned(),
+                });
+            }
+        }
+    }
+}
