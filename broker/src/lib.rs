@@ -6,6 +6,10 @@
 //! is never more lenient than Kafka: what Kafka rejects, kmock rejects with the same error.
 //! Each handler's module documentation lists where kmock still differs from Kafka.
 //!
+//! Every request is recorded in the [`journal`], numbered in one cluster-wide arrival order
+//! with its decoded content: [`Cluster::journal`] and [`Cluster::wait_for`] in process,
+//! JSON Lines with `kmock serve --journal PATH`.
+//!
 //! ```
 //! use kmock::Cluster;
 //! use kmock_client::{record, Client};
@@ -23,6 +27,10 @@
 //! let partition = &answer.responses[0].partition_responses[0];
 //! assert_eq!(partition.error_code, 0);
 //! assert_eq!(partition.base_offset, 0);
+//!
+//! // The journal saw it: one Produce of one record, answered with offset 0.
+//! let batches = cluster.journal().produce_batches();
+//! assert_eq!((batches[0].batch.record_count, batches[0].batch.base_offset), (1, Some(0)));
 //!
 //! cluster.shutdown().await; // the ports are free again
 //! # Ok(())
