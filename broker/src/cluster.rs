@@ -230,8 +230,10 @@ impl ClusterBuilder {
     /// Binds every listener, creates the configured topics and starts serving.
     ///
     /// # Errors
-    /// [`Error::Bind`] when a port cannot be bound; [`Error::Topic`] when a configured topic is
-    /// invalid (bad name, fewer than one partition, given twice).
+    /// [`Error::Config`] for default partitions below 1 or an unspecified host (`0.0.0.0`, `::`:
+    /// Kafka refuses to advertise those); [`Error::Bind`] when a port cannot be bound;
+    /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one partition,
+    /// given twice).
     pub async fn start(self) -> Result<Cluster, Error> {
         let ClusterBuilder {
             config,

@@ -134,7 +134,7 @@ pub fn decode_request(
     let range = supported(api).ok_or(CodecError::NotImplemented(api))?;
     let version = peek.version;
     if version < range.min || version > range.max {
-        if api == ApiKey::ApiVersions && version > range.max {
+        if api == ApiKey::ApiVersions {
             return Ok(Decoded::ApiVersionsFallback {
                 correlation_id: peek.correlation_id,
                 version,

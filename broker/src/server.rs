@@ -182,9 +182,13 @@ async fn run_connection(
                 codec::encode_response(api, version, correlation_id, &body)
                     .map(|frame| (frame, body))
             }) {
-                Ok((frame, body)) => match write_frame(&mut writer, &frame).await {
-                    Ok(()) => Ok(body),
-                    Err(e) => Err(format!("write failed: {e}")),
+                // A client that stops reading must not hold up shutdown.
+                Ok((frame, body)) => tokio::select! {
+                    () = close.cancelled() => Err("closing while the answer was being written".to_owned()),
+                    written = write_frame(&mut writer, &frame) => match written {
+                        Ok(()) => Ok(body),
+                        Err(e) => Err(format!("write failed: {e}")),
+                    },
                 },
                 Err(e) => Err(e.to_string()),
             };

@@ -169,21 +169,25 @@ fn batch_headers(mut bytes: &[u8]) -> Vec<(bool, i64)> {
 }
 
 #[tokio::test]
-async fn the_broker_assigns_contiguous_offsets_whatever_base_offset_the_client_wrote() -> Result<()>
-{
+async fn the_broker_assigns_contiguous_offsets_and_refuses_a_client_base_offset() -> Result<()> {
     let (_cluster, client) = start_per_version("offsets").await?;
     for v in VERSIONS {
         let topic = format!("offsets-v{v}");
         let mut answers = Vec::new();
-        for (count, client_base) in [(2, 1000i64), (3, 42), (1, 0)] {
-            // The base offset is outside the CRC: the batch stays valid.
+        for (count, client_base) in [(2, 0i64), (3, 42), (3, 0), (1, 0)] {
+            // The base offset is outside the CRC: only the broker's rule can refuse it.
             let mut bytes = BytesMut::from(&batch(&records(count))[..]);
             bytes[..8].copy_from_slice(&client_base.to_be_bytes());
             let a = produce(&client, v, &topic, 0, bytes.freeze(), -1).await?;
             answers.push((err(a.error_code), a.base_offset));
         }
-        let what = format!("v{v}: (error, base offset) of batches of 2, 3, 1 records written at base offsets 1000, 42, 0");
-        same(&what, answers, vec![(err(0), 0), (err(0), 2), (err(0), 5)])?;
+        // Kafka's UnifiedLog.analyzeAndValidateRecords: a client's v2 batch must have base offset 0.
+        let what = format!("v{v}: (error, base offset) of batches of 2, 3, 3, 1 records written at base offsets 0, 42, 0, 0");
+        same(
+            &what,
+            answers,
+            vec![(err(0), 0), (err(87), -1), (err(0), 2), (err(0), 5)],
+        )?;
         let fetched = decode_records(&fetch_all(&client, &topic).await?)?;
         let offsets: Vec<i64> = fetched.iter().map(|r| r.offset).collect();
         same(&format!("v{v}: fetched offsets"), offsets, (0..6).collect())?;

@@ -40,9 +40,9 @@ pub fn handle(
                     None => Err((ResponseError::UnknownTopicOrPartition, format!("topic {name:?} does not exist"))),
                     Some(topic) => {
                         let current = topic.partitions.len() as i32;
-                        let new = t.count - current;
+                        let new = i64::from(t.count) - i64::from(current);
                         let bad_assignment = t.assignments.as_ref().and_then(|a| {
-                            if a.len() as i32 != new {
+                            if a.len() as i64 != new {
                                 return Some(format!("{} assignments given for {new} new partitions", a.len()));
                             }
                             a.iter()

@@ -66,6 +66,28 @@ fn create(
     validate_only: bool,
 ) -> Result<CreatableTopicResult, CreateTopicError> {
     let fail = |error, message: String| Err(CreateTopicError { error, message });
+    let name = t.name.0.as_str();
+    if let Some(c) = t.configs.iter().find(|c| c.value.is_none()) {
+        return fail(
+            ResponseError::InvalidConfig,
+            format!(
+                "null value not supported for topic config {:?}",
+                c.name.as_str()
+            ),
+        );
+    }
+    let configs: BTreeMap<String, String> = t
+        .configs
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c.name.as_str().to_owned(),
+                c.value.as_ref()?.as_str().to_owned(),
+            ))
+        })
+        .collect();
+    // Kafka's order: name, existence and configs before partitions and replicas.
+    ctx.shared.state().check_name_and_configs(name, &configs)?;
     let brokers = ctx.shared.brokers.len() as i16;
     if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
         return fail(
@@ -104,16 +126,6 @@ fn create(
         }
         rf => rf,
     };
-    let configs: BTreeMap<String, String> = t
-        .configs
-        .iter()
-        .filter_map(|c| {
-            Some((
-                c.name.as_str().to_owned(),
-                c.value.as_ref()?.as_str().to_owned(),
-            ))
-        })
-        .collect();
     let mut state = ctx.shared.state();
     let id = if validate_only {
         state.check_new_topic(t.name.0.as_str(), partitions, &configs)?;

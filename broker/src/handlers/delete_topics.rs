@@ -1,7 +1,8 @@
 //! DeleteTopics (API key 20), versions 1–6.
 //!
 //! Deletes topics by name (v1–5 `topic_names`, v6 `topics` by name or id) with their logs.
-//! A deleted name can be created again and gets a new topic id.
+//! A deleted name can be created again and gets a new topic id. A name given twice gets
+//! INVALID_REQUEST and is not deleted (Kafka's `ControllerApis.deleteTopics`).
 //!
 //! Deviations from Apache Kafka: deletion is immediate, where Kafka deletes asynchronously.
 
@@ -11,7 +12,7 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::{topic_name, Ctx};
+use super::{named_twice, topic_name, Ctx};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DeleteTopicsRequest::VERSIONS;
@@ -31,10 +32,23 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
             .map(|n| (Some(n), Uuid::nil()))
             .collect()
     };
+    let twice = named_twice(
+        targets
+            .iter()
+            .filter_map(|(n, _)| n.as_ref())
+            .map(|n| n.0.as_str()),
+    );
     let mut state = ctx.shared.state();
     let responses = targets
         .into_iter()
         .map(|(name, id)| {
+            if name.as_ref().is_some_and(|n| twice.contains(n.0.as_str())) {
+                return DeletableTopicResult::default()
+                    .with_name(name)
+                    .with_topic_id(id)
+                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_message(Some(StrBytes::from_static_str("Duplicate topic name.")));
+            }
             let found = match &name {
                 Some(n) => state
                     .topics

@@ -8,9 +8,11 @@
 //! `read_committed` reads up to the last stable offset.
 //!
 //! Deviations from Apache Kafka: no incremental fetch sessions (KIP-227): every answer has
-//! session id 0, which tells the client to keep sending full fetch requests, and a request that
-//! names a session gets FETCH_SESSION_ID_NOT_FOUND. Follower fetches (`replica_id` ≥ 0) are
-//! answered as consumer fetches.
+//! session id 0, which tells the client to keep sending full fetch requests, and an incremental
+//! request (session epoch other than 0 or -1) gets FETCH_SESSION_ID_NOT_FOUND. Follower fetches
+//! (`replica_id` ≥ 0) are answered as consumer fetches; `last_fetched_epoch` is not checked
+//! (no diverging epochs are reported); a long poll on a topic deleted meanwhile waits out
+//! `max_wait_ms`.
 
 use std::time::Duration;
 
@@ -34,7 +36,10 @@ const READ_COMMITTED: i8 = 1;
 
 /// Answers when enough data is there, an error occurs, or `max_wait_ms` passes.
 pub async fn handle(ctx: &Ctx<'_>, request: FetchRequest, version: i16) -> FetchResponse {
-    if request.session_id != 0 {
+    // Session epochs 0 (open a session) and -1 (no session) ask for a full fetch, which kmock
+    // answers without creating a session; any other epoch names a session kmock never created
+    // (Kafka's FetchManager.newContext).
+    if request.session_epoch != 0 && request.session_epoch != -1 {
         return FetchResponse::default()
             .with_error_code(ResponseError::FetchSessionIdNotFound.code());
     }

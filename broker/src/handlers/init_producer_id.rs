@@ -7,8 +7,8 @@
 //! INVALID_TRANSACTION_TIMEOUT, then a broker other than the transaction coordinator answers
 //! NOT_COORDINATOR (Kafka's order); the first call allocates an id, later calls
 //! bump the epoch (a new id when the epoch is exhausted); a call naming a producer id and epoch
-//! (KIP-360) must name the current ones, else PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before
-//! v4, as Kafka maps it).
+//! (KIP-360) must name the current ones, or those before the last bump (a retry, answered with
+//! the current ones), else PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4, as Kafka maps it).
 //!
 //! Deviations from Apache Kafka: kmock has no transactions yet, so there is never an ongoing
 //! transaction to abort before the epoch is bumped.
@@ -19,6 +19,7 @@ use kafka_protocol::ResponseError;
 
 use super::Ctx;
 use crate::state::coordinator::{coordinator_for, TRANSACTION_STATE_PARTITIONS};
+use crate::state::producers::{Fenced, ProducerIdAndEpoch};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = InitProducerIdRequest::VERSIONS;
@@ -50,21 +51,15 @@ pub fn handle(
             if coordinator_for(txn_id, TRANSACTION_STATE_PARTITIONS, &state.nodes) != ctx.node_id {
                 return fail(ResponseError::NotCoordinator);
             }
-            if request.producer_id.0 != -1 {
-                let current = state.producers.transactional(txn_id);
-                let matches = current.is_some_and(|c| {
-                    c.producer_id == request.producer_id.0
-                        && c.producer_epoch == request.producer_epoch
-                });
-                if !matches {
-                    return fail(if version >= 4 {
-                        ResponseError::ProducerFenced
-                    } else {
-                        ResponseError::InvalidProducerEpoch
-                    });
-                }
+            let expected = (request.producer_id.0 != -1).then_some(ProducerIdAndEpoch {
+                producer_id: request.producer_id.0,
+                producer_epoch: request.producer_epoch,
+            });
+            match state.producers.init_transactional(txn_id, expected) {
+                Ok(allocated) => allocated,
+                Err(Fenced) if version >= 4 => return fail(ResponseError::ProducerFenced),
+                Err(Fenced) => return fail(ResponseError::InvalidProducerEpoch),
             }
-            state.producers.init_transactional(txn_id)
         }
     };
     InitProducerIdResponse::default()

@@ -33,8 +33,13 @@ pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 /// connection (Kafka's `KafkaApis.handleProduceRequest`).
 pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     let acks_valid = matches!(request.acks, -1..=1);
-    let transactional = request.transactional_id.is_some();
-    let now_ms = ctx.shared.now_ms();
+    let shared_request = ProduceContext {
+        ctx,
+        version,
+        acks: request.acks,
+        transactional: request.transactional_id.is_some(),
+        now_ms: ctx.shared.now_ms(),
+    };
     let mut other_leaders = Vec::new();
     let mut appended = false;
     let mut state = ctx.shared.state();
@@ -72,7 +77,7 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
                         return error_response(index, ResponseError::InvalidRequiredAcks, None);
                     }
                     let leader = topic.partition(index).map(|p| (p.leader, p.leader_epoch));
-                    match append(ctx, topic, data, transactional, now_ms) {
+                    match append(&shared_request, topic, data) {
                         Ok(response) => {
                             appended = true;
                             response
@@ -130,14 +135,28 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
 
 type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
 
-fn append(
-    ctx: &Ctx<'_>,
-    topic: &mut Topic,
-    data: PartitionProduceData,
+/// What every partition of one Produce request shares.
+struct ProduceContext<'a> {
+    ctx: &'a Ctx<'a>,
+    version: i16,
+    acks: i16,
     transactional: bool,
     now_ms: i64,
+}
+
+fn append(
+    request: &ProduceContext<'_>,
+    topic: &mut Topic,
+    data: PartitionProduceData,
 ) -> PartitionResult {
-    let log_append_time = topic.log_append_time().then_some(now_ms);
+    let ctx = request.ctx;
+    let log_append_time = topic.log_append_time().then_some(request.now_ms);
+    let rules = batch::Rules {
+        max_message_bytes: topic.max_message_bytes(),
+        zstd_allowed: request.version >= 7,
+        key_required: topic.compacted(),
+    };
+    let min_insync_replicas = topic.min_insync_replicas();
     let unknown_producer_id_rule = ctx.shared.config.kafka_version < KafkaVersion::V2_5;
     let Some(partition) = topic.partition_mut(data.index) else {
         return Err((ResponseError::UnknownTopicOrPartition, None));
@@ -151,8 +170,18 @@ fn append(
             Some("records are null".into()),
         ));
     };
-    let valid = batch::validate(&records).map_err(|e| (e.error, Some(e.reason)))?;
-    if transactional || valid.info.transactional {
+    let valid = batch::validate(&records, &rules).map_err(|e| (e.error, Some(e.reason)))?;
+    // One replica is in sync: acks=all cannot be satisfied when more are required (Kafka's
+    // Partition.appendRecordsToLeader).
+    if request.acks == -1 && min_insync_replicas > 1 {
+        return Err((
+            ResponseError::NotEnoughReplicas,
+            Some(format!(
+                "min.insync.replicas is {min_insync_replicas}, and 1 replica is in sync"
+            )),
+        ));
+    }
+    if request.transactional || valid.info.transactional {
         return Err((
             ResponseError::InvalidTxnState,
             Some("kmock does not implement transactions yet".into()),

@@ -32,6 +32,7 @@ mod at {
 }
 
 const COMPRESSION_MASK: i16 = 0x07;
+const ZSTD: i16 = 4;
 const TIMESTAMP_TYPE_LOG_APPEND: i16 = 1 << 3;
 const TRANSACTIONAL: i16 = 1 << 4;
 const CONTROL: i16 = 1 << 5;
@@ -80,15 +81,29 @@ pub struct ValidBatch {
     bytes: Bytes,
 }
 
+/// What a partition's topic and the request version allow.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// The topic's `max.message.bytes`: a larger batch is MESSAGE_TOO_LARGE.
+    pub max_message_bytes: usize,
+    /// Whether zstd is allowed (Produce v7+, KIP-110); else UNSUPPORTED_COMPRESSION_TYPE.
+    pub zstd_allowed: bool,
+    /// Whether every record needs a key (`cleanup.policy` with `compact`).
+    pub key_required: bool,
+}
+
 /// Validates the `records` bytes of one partition of a Produce request (v3+).
 ///
-/// Checks, as Kafka does: exactly one batch, whose length field matches the bytes; magic 2;
-/// the CRC-32C; a known compression codec; no control batch from a client; a record count of at
-/// least one that matches the last offset delta and the records inside, which must decode.
+/// Checks, as Kafka's `ProduceRequest.validateRecords`, `UnifiedLog.analyzeAndValidateRecords`
+/// and `LogValidator` do: exactly one batch, whose length field matches the bytes; magic 2;
+/// zstd only from Produce v7; base offset 0; at most `max.message.bytes`; the CRC-32C; a known
+/// compression codec; no control batch from a client; a record count of at least one that
+/// matches the last offset delta and the records inside, which must decode; a key on every
+/// record of a compacted topic.
 ///
 /// # Errors
 /// [`InvalidBatch`] naming the first check that failed.
-pub fn validate(records: &Bytes) -> Result<ValidBatch, InvalidBatch> {
+pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBatch> {
     use ResponseError::{CorruptMessage, InvalidRecord};
     if records.len() < at::RECORDS {
         return Err(InvalidBatch::new(
@@ -116,6 +131,29 @@ pub fn validate(records: &Bytes) -> Result<ValidBatch, InvalidBatch> {
             format!("record batch magic {magic} is not 2 (produce v3+ takes only magic 2)"),
         ));
     }
+    if attributes_of(records) & COMPRESSION_MASK == ZSTD && !rules.zstd_allowed {
+        return Err(InvalidBatch::new(
+            ResponseError::UnsupportedCompressionType,
+            "zstd-compressed batches need Produce v7 or later",
+        ));
+    }
+    let base_offset = read_i64(records, at::BASE_OFFSET);
+    if base_offset != 0 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!("the base offset of a client's record batch must be 0, not {base_offset}"),
+        ));
+    }
+    if records.len() > rules.max_message_bytes {
+        return Err(InvalidBatch::new(
+            ResponseError::MessageTooLarge,
+            format!(
+                "record batch of {} bytes is larger than max.message.bytes {}",
+                records.len(),
+                rules.max_message_bytes
+            ),
+        ));
+    }
     let stored_crc = read_u32(records, at::CRC);
     let actual_crc = crc32c::crc32c(&records[at::ATTRIBUTES..]);
     if stored_crc != actual_crc {
@@ -124,8 +162,8 @@ pub fn validate(records: &Bytes) -> Result<ValidBatch, InvalidBatch> {
             format!("record batch CRC {stored_crc:#010x} does not match its contents ({actual_crc:#010x})"),
         ));
     }
-    let attributes = read_i16(records, at::ATTRIBUTES);
-    if attributes & COMPRESSION_MASK > 4 {
+    let attributes = attributes_of(records);
+    if attributes & COMPRESSION_MASK > ZSTD {
         return Err(InvalidBatch::new(
             InvalidRecord,
             format!(
@@ -152,7 +190,6 @@ pub fn validate(records: &Bytes) -> Result<ValidBatch, InvalidBatch> {
     }
     let decoded = RecordBatchDecoder::decode(&mut records.clone())
         .map_err(|e| InvalidBatch::new(InvalidRecord, format!("records do not decode: {e}")))?;
-    let base_offset = read_i64(records, at::BASE_OFFSET);
     let offsets_in_order = decoded
         .records
         .iter()
@@ -165,6 +202,12 @@ pub fn validate(records: &Bytes) -> Result<ValidBatch, InvalidBatch> {
                 "batch says {record_count} records but holds {} with offset deltas in order: {offsets_in_order}",
                 decoded.records.len()
             ),
+        ));
+    }
+    if rules.key_required && decoded.records.iter().any(|r| r.key.is_none()) {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            "compacted topic cannot accept a record without a key",
         ));
     }
     Ok(ValidBatch {
@@ -212,6 +255,10 @@ impl ValidBatch {
     }
 }
 
+fn attributes_of(records: &[u8]) -> i16 {
+    read_i16(records, at::ATTRIBUTES)
+}
+
 fn read_i16(b: &[u8], at: usize) -> i16 {
     (&b[at..]).get_i16()
 }
@@ -233,6 +280,12 @@ mod tests {
     use super::*;
     use kafka_protocol::records::{Compression, TimestampType};
 
+    const RULES: Rules = Rules {
+        max_message_bytes: 1_048_588,
+        zstd_allowed: true,
+        key_required: false,
+    };
+
     fn batch(count: usize) -> Bytes {
         let records: Vec<_> = (0..count)
             .map(|i| kafka_protocol::records::Record {
@@ -245,7 +298,7 @@ mod tests {
 
     #[test]
     fn a_well_formed_batch_is_accepted_with_its_header_fields() {
-        let valid = validate(&batch(3)).unwrap();
+        let valid = validate(&batch(3), &RULES).unwrap();
         assert_eq!(valid.info.record_count, 3);
         assert_eq!(valid.info.max_timestamp, 1_002);
         assert_eq!(valid.info.producer_id, -1);
@@ -256,21 +309,78 @@ mod tests {
         let mut bytes = BytesMut::from(&batch(2)[..]);
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
-        let err = validate(&bytes.freeze()).unwrap_err();
+        let err = validate(&bytes.freeze(), &RULES).unwrap_err();
         assert_eq!(err.error, ResponseError::CorruptMessage, "{}", err.reason);
+    }
+
+    #[test]
+    fn a_client_base_offset_other_than_zero_is_an_invalid_record() {
+        let mut bytes = BytesMut::from(&batch(1)[..]);
+        bytes[..8].copy_from_slice(&5i64.to_be_bytes());
+        let err = validate(&bytes.freeze(), &RULES).unwrap_err();
+        assert_eq!(err.error, ResponseError::InvalidRecord, "{}", err.reason);
+    }
+
+    #[test]
+    fn a_batch_over_max_message_bytes_is_message_too_large() {
+        let rules = Rules {
+            max_message_bytes: 64,
+            ..RULES
+        };
+        let err = validate(&batch(3), &rules).unwrap_err();
+        assert_eq!(err.error, ResponseError::MessageTooLarge, "{}", err.reason);
+    }
+
+    #[test]
+    fn zstd_before_produce_v7_is_an_unsupported_compression_type() {
+        let records = [kmock_client::record(b"k", b"v")];
+        let zstd = kmock_client::encode_batch(&records, Compression::Zstd).unwrap();
+        let rules = Rules {
+            zstd_allowed: false,
+            ..RULES
+        };
+        let err = validate(&zstd, &rules).unwrap_err();
+        assert_eq!(
+            err.error,
+            ResponseError::UnsupportedCompressionType,
+            "{}",
+            err.reason
+        );
+        assert!(validate(&zstd, &RULES).is_ok());
+    }
+
+    #[test]
+    fn a_compacted_topic_refuses_a_record_without_key() {
+        let records = [kafka_protocol::records::Record {
+            key: None,
+            ..kmock_client::record(b"k", b"v")
+        }];
+        let keyless = kmock_client::encode_batch(&records, Compression::None).unwrap();
+        let rules = Rules {
+            key_required: true,
+            ..RULES
+        };
+        assert_eq!(
+            validate(&keyless, &rules).unwrap_err().error,
+            ResponseError::InvalidRecord
+        );
+        assert!(
+            validate(&batch(1), &rules).is_ok(),
+            "records with keys are fine"
+        );
     }
 
     #[test]
     fn two_batches_in_one_partition_are_an_invalid_record() {
         let mut bytes = BytesMut::from(&batch(1)[..]);
         bytes.extend_from_slice(&batch(1));
-        let err = validate(&bytes.freeze()).unwrap_err();
+        let err = validate(&bytes.freeze(), &RULES).unwrap_err();
         assert_eq!(err.error, ResponseError::InvalidRecord, "{}", err.reason);
     }
 
     #[test]
     fn stored_bytes_carry_the_broker_offset_and_a_valid_crc_for_log_append_time() {
-        let stored = validate(&batch(2))
+        let stored = validate(&batch(2), &RULES)
             .unwrap()
             .into_stored_bytes(42, 7, Some(9_999));
         assert_eq!(read_i64(&stored, at::BASE_OFFSET), 42);
@@ -280,6 +390,10 @@ mod tests {
         assert_eq!(decoded.records[1].timestamp_type, TimestampType::LogAppend);
         // Readers take a LogAppendTime batch's max timestamp as every record's timestamp.
         assert_eq!(read_i64(&stored, at::MAX_TIMESTAMP), 9_999);
-        assert!(validate(&stored).is_ok(), "the rewritten CRC must match");
+        assert_eq!(
+            read_u32(&stored, at::CRC),
+            crc32c::crc32c(&stored[at::ATTRIBUTES..]),
+            "CRC rewritten"
+        );
     }
 }

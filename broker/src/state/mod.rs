@@ -54,6 +54,46 @@ impl ClusterState {
         }
     }
 
+    /// Checks a new topic's name and configs, in Kafka's order: a legal name that is not
+    /// internal and does not collide with an existing one, then not taken, then valid configs.
+    ///
+    /// # Errors
+    /// [`CreateTopicError`] with Kafka's error for the first problem found.
+    pub fn check_name_and_configs(
+        &self,
+        name: &str,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), CreateTopicError> {
+        let fail = |error, message: String| Err(CreateTopicError { error, message });
+        if let Err(m) = topics::validate_name(name) {
+            return fail(ResponseError::InvalidTopicException, m);
+        }
+        if name == "__cluster_metadata" {
+            return fail(
+                ResponseError::InvalidRequest,
+                format!("{name} is reserved for the cluster"),
+            );
+        }
+        if self.topics.contains_key(name) {
+            return fail(
+                ResponseError::TopicAlreadyExists,
+                format!("topic {name:?} already exists"),
+            );
+        }
+        // Kafka refuses names that differ only by '.' and '_', since metrics cannot tell them apart.
+        let unified = name.replace('.', "_");
+        if let Some(other) = self.topics.keys().find(|t| t.replace('.', "_") == unified) {
+            return fail(
+                ResponseError::InvalidTopicException,
+                format!("topic {name:?} collides with existing topic {other:?}"),
+            );
+        }
+        if let Err(m) = topics::validate_configs(configs) {
+            return fail(ResponseError::InvalidConfig, m);
+        }
+        Ok(())
+    }
+
     /// Checks that a topic could be created (CreateTopics `validate_only` stops here).
     ///
     /// # Errors
@@ -64,27 +104,15 @@ impl ClusterState {
         partitions: i32,
         configs: &BTreeMap<String, String>,
     ) -> Result<(), CreateTopicError> {
-        let fail = |error, message: String| Err(CreateTopicError { error, message });
-        if let Err(m) = topics::validate_name(name) {
-            return fail(ResponseError::InvalidTopicException, m);
-        }
-        if self.topics.contains_key(name) {
-            return fail(
-                ResponseError::TopicAlreadyExists,
-                format!("topic {name:?} already exists"),
-            );
-        }
+        self.check_name_and_configs(name, configs)?;
         if !(1..=topics::MAX_PARTITIONS).contains(&partitions) {
-            return fail(
-                ResponseError::InvalidPartitions,
-                format!(
+            return Err(CreateTopicError {
+                error: ResponseError::InvalidPartitions,
+                message: format!(
                     "number of partitions must be between 1 and {}, not {partitions}",
                     topics::MAX_PARTITIONS
                 ),
-            );
-        }
-        if let Err(m) = topics::validate_configs(configs) {
-            return fail(ResponseError::InvalidConfig, m);
+            });
         }
         Ok(())
     }

@@ -18,8 +18,19 @@ pub struct ProducerIdAndEpoch {
 #[derive(Debug, Default)]
 pub struct ProducerIds {
     next_producer_id: i64,
-    transactional: HashMap<String, ProducerIdAndEpoch>,
+    transactional: HashMap<String, Transactional>,
 }
+
+#[derive(Debug, Clone, Copy)]
+struct Transactional {
+    current: ProducerIdAndEpoch,
+    /// What the id had before the last bump, to recognise a retried bump (KIP-360).
+    previous: Option<ProducerIdAndEpoch>,
+}
+
+/// Why a KIP-360 re-initialisation was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fenced;
 
 impl ProducerIds {
     /// A fresh producer id with epoch 0, as for an idempotent producer without transactional
@@ -33,23 +44,94 @@ impl ProducerIds {
         }
     }
 
-    /// The current id and epoch of a transactional id, if it has been initialised.
-    pub fn transactional(&self, transactional_id: &str) -> Option<ProducerIdAndEpoch> {
-        self.transactional.get(transactional_id).copied()
-    }
-
     /// Initialises a transactional id: a new producer id the first time, else the same id with
     /// the epoch bumped; when the epoch would pass `i16::MAX - 1`, a new id with epoch 0
     /// (Kafka's `TransactionMetadata.prepareIncrementProducerEpoch`).
-    pub fn init_transactional(&mut self, transactional_id: &str) -> ProducerIdAndEpoch {
-        let next = match self.transactional.get(transactional_id) {
-            Some(current) if current.producer_epoch < i16::MAX - 1 => ProducerIdAndEpoch {
-                producer_id: current.producer_id,
-                producer_epoch: current.producer_epoch + 1,
+    ///
+    /// `expected` is the id and epoch the client names (KIP-360, InitProducerId v3+): they must
+    /// be the current ones, or the ones before the last bump (a retry whose answer was lost,
+    /// answered with the current ones without bumping again); an unknown transactional id takes
+    /// any.
+    ///
+    /// # Errors
+    /// [`Fenced`] when `expected` is neither.
+    pub fn init_transactional(
+        &mut self,
+        transactional_id: &str,
+        expected: Option<ProducerIdAndEpoch>,
+    ) -> Result<ProducerIdAndEpoch, Fenced> {
+        let known = self.transactional.get(transactional_id).copied();
+        if let (Some(known), Some(expected)) = (known, expected) {
+            if known.previous == Some(expected) {
+                return Ok(known.current);
+            }
+            if known.current != expected {
+                return Err(Fenced);
+            }
+        }
+        let next = match known {
+            Some(t) if t.current.producer_epoch < i16::MAX - 1 => ProducerIdAndEpoch {
+                producer_id: t.current.producer_id,
+                producer_epoch: t.current.producer_epoch + 1,
             },
             _ => self.allocate(),
         };
-        self.transactional.insert(transactional_id.to_owned(), next);
-        next
+        self.transactional.insert(
+            transactional_id.to_owned(),
+            Transactional {
+                current: next,
+                previous: known.map(|t| t.current),
+            },
+        );
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(producer_id: i64, producer_epoch: i16) -> ProducerIdAndEpoch {
+        ProducerIdAndEpoch {
+            producer_id,
+            producer_epoch,
+        }
+    }
+
+    #[test]
+    fn a_transactional_id_keeps_its_producer_id_and_bumps_the_epoch() {
+        let mut ids = ProducerIds::default();
+        let first = ids.init_transactional("t", None).unwrap();
+        assert_eq!(
+            ids.init_transactional("t", None),
+            Ok(id(first.producer_id, 1))
+        );
+    }
+
+    #[test]
+    fn a_retried_bump_gets_the_current_epoch_without_bumping_again() {
+        let mut ids = ProducerIds::default();
+        let first = ids.init_transactional("t", None).unwrap();
+        let bumped = ids.init_transactional("t", Some(first)).unwrap();
+        assert_eq!(bumped, id(first.producer_id, 1));
+        assert_eq!(
+            ids.init_transactional("t", Some(first)),
+            Ok(bumped),
+            "retry of the same bump"
+        );
+        assert_eq!(
+            ids.init_transactional("t", Some(id(first.producer_id, 7))),
+            Err(Fenced)
+        );
+    }
+
+    #[test]
+    fn an_unknown_transactional_id_takes_any_expected_id() {
+        let mut ids = ProducerIds::default();
+        assert_eq!(
+            ids.init_transactional("new", Some(id(42, 3)))
+                .map(|p| p.producer_epoch),
+            Ok(0)
+        );
     }
 }

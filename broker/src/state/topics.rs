@@ -187,6 +187,27 @@ impl Topic {
         })
     }
 
+    /// `max.message.bytes`: the largest record batch accepted.
+    pub fn max_message_bytes(&self) -> usize {
+        self.config_number("max.message.bytes") as usize
+    }
+
+    /// `min.insync.replicas`.
+    pub fn min_insync_replicas(&self) -> i64 {
+        self.config_number("min.insync.replicas")
+    }
+
+    /// Whether `cleanup.policy` includes `compact` (every record then needs a key).
+    pub fn compacted(&self) -> bool {
+        self.config("cleanup.policy")
+            .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"))
+    }
+
+    /// A numeric config; values were checked by [`validate_configs`] at creation.
+    fn config_number(&self, name: &str) -> i64 {
+        self.config(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
     /// Whether the broker stamps batches with LogAppendTime.
     pub fn log_append_time(&self) -> bool {
         self.config("message.timestamp.type") == Some("LogAppendTime")
@@ -236,20 +257,40 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// Checks topic configs given at creation.
+/// Checks topic configs given at creation: known names, values of the right type and range
+/// (Kafka's `LogConfig` definitions).
 ///
 /// # Errors
 /// A sentence naming the unknown config or bad value (answered as INVALID_CONFIG).
 pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String> {
     for (name, value) in configs {
-        if !TOPIC_CONFIG_DEFAULTS.iter().any(|(k, _)| k == name) {
-            return Err(format!("unknown topic config {name:?}"));
-        }
-        if name == "message.timestamp.type" && value != "CreateTime" && value != "LogAppendTime" {
-            return Err(format!(
-                "message.timestamp.type must be CreateTime or LogAppendTime, not {value:?}"
-            ));
-        }
+        let at_least = |min: i64| -> Result<(), String> {
+            match value.trim().parse::<i64>() {
+                Ok(n) if n >= min => Ok(()),
+                _ => Err(format!(
+                    "{name} must be an integer of at least {min}, not {value:?}"
+                )),
+            }
+        };
+        let one_of = |allowed: &[&str]| -> Result<(), String> {
+            if allowed.contains(&value.as_str()) {
+                Ok(())
+            } else {
+                Err(format!("{name} must be one of {allowed:?}, not {value:?}"))
+            }
+        };
+        match name.as_str() {
+            "cleanup.policy" => one_of(&["delete", "compact", "compact,delete", "delete,compact"]),
+            "compression.type" => {
+                one_of(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"])
+            }
+            "message.timestamp.type" => one_of(&["CreateTime", "LogAppendTime"]),
+            "max.message.bytes" => at_least(0),
+            "min.insync.replicas" => at_least(1),
+            "retention.bytes" | "retention.ms" => at_least(-1),
+            "segment.bytes" => at_least(14),
+            _ => Err(format!("unknown topic config {name:?}")),
+        }?;
     }
     Ok(())
 }
