@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tokio::io::BufWriter;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -28,6 +28,10 @@ use kafka_protocol::messages::ApiKey;
 
 /// Frames read ahead of the one being handled before the reader stops reading: backpressure.
 const READ_AHEAD: usize = 64;
+/// Bytes of frames read ahead of the one being handled before the reader stops reading, so one
+/// connection cannot make the broker buffer gigabytes (a frame larger than this still goes
+/// through, alone).
+const READ_AHEAD_BYTES: usize = 16 * 1024 * 1024;
 
 /// Accepts connections until `shutdown` is cancelled, each served by its own task.
 pub(crate) async fn serve(
@@ -74,7 +78,8 @@ async fn run_connection(
     let _ = stream.set_nodelay(true);
     tracing::debug!(parent: &span, "connection opened");
     let (read_half, write_half) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<(u64, Decoded)>(READ_AHEAD);
+    let (tx, mut rx) = mpsc::channel::<(u64, Decoded, u32)>(READ_AHEAD);
+    let read_ahead = Semaphore::new(READ_AHEAD_BYTES);
     let arrival = Arrival {
         broker: node_id,
         conn,
@@ -101,12 +106,20 @@ async fn run_connection(
                     break;
                 }
             };
+            let cost = frame.len().clamp(1, READ_AHEAD_BYTES) as u32;
+            tokio::select! {
+                () = close.cancelled() => break,
+                permit = read_ahead.acquire_many(cost) => match permit {
+                    Ok(permit) => permit.forget(),
+                    Err(_) => break,
+                },
+            }
             let peek = codec::peek_header(&frame).ok();
             match codec::decode_request(frame, handlers::supported_versions) {
                 Ok(decoded) => {
                     let seq =
                         journal.append(&arrival, |entry| record_request(entry, &decoded, &shared));
-                    if let Err(unsent) = tx.send((seq, decoded)).await {
+                    if let Err(unsent) = tx.send((seq, decoded, cost)).await {
                         journal.finish(unsent.0 .0, |_| {});
                         break;
                     }
@@ -137,13 +150,14 @@ async fn run_connection(
             node_id,
         };
         loop {
-            let (seq, decoded) = tokio::select! {
+            let (seq, decoded, cost) = tokio::select! {
                 () = close.cancelled() => break,
                 next = rx.recv() => match next {
                     Some(next) => next,
                     None => break,
                 },
             };
+            read_ahead.add_permits(cost as usize);
             let answer = match decoded {
                 Decoded::Request(request) => {
                     let (api, version) = (request.api_key, request.version);
@@ -217,7 +231,7 @@ async fn run_connection(
 
     tokio::join!(reader, processor);
     // Requests read but never handled: complete their entries, unanswered.
-    while let Ok((seq, _)) = rx.try_recv() {
+    while let Ok((seq, _, _)) = rx.try_recv() {
         journal.finish(seq, |_| {});
     }
     tracing::debug!(parent: &span, "connection closed");

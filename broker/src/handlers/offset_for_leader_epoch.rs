@@ -1,8 +1,7 @@
 //! OffsetForLeaderEpoch (API key 23), versions 2–4.
 //!
-//! The end offset of the asked leader epoch, as Kafka's `LeaderEpochFileCache.endOffsetFor`:
-//! the current epoch ends at the log end offset, an older one where the next epoch starts, an
-//! unknown one gets epoch -1 and offset -1. `current_leader_epoch` is checked as for Fetch.
+//! The end offset of the asked leader epoch, as Kafka's `LeaderEpochFileCache.endOffsetFor`
+//! ([`crate::state::topics::Partition::end_offset_for`]). `current_leader_epoch` is checked as for Fetch.
 //!
 //! Deviations from Apache Kafka: none known.
 

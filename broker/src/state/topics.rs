@@ -117,23 +117,28 @@ impl Partition {
         }
     }
 
-    /// The end offset of `leader_epoch` (OffsetForLeaderEpoch, as Kafka's
-    /// `LeaderEpochFileCache.endOffsetFor`): `(epoch found, end offset)`, or `(-1, -1)` when the
-    /// epoch is unknown.
+    /// The end offset of `leader_epoch` (OffsetForLeaderEpoch), as Kafka's
+    /// `LeaderEpochFileCache.endOffsetFor`: the current epoch ends at the log end offset; an
+    /// older one where the next epoch starts, answered with the largest known epoch not above
+    /// it (or the asked epoch itself when it is older than every known one); an epoch above the
+    /// current one, or -1, gets `(-1, -1)`.
     pub fn end_offset_for(&self, leader_epoch: i32) -> (i32, i64) {
+        if leader_epoch == -1 {
+            return (-1, -1);
+        }
         if leader_epoch == self.leader_epoch {
             return (leader_epoch, self.log.log_end_offset());
         }
+        let Some(&(_, next_start)) = self.epoch_starts.iter().find(|(e, _)| *e > leader_epoch)
+        else {
+            return (-1, -1);
+        };
         let floor = self
             .epoch_starts
             .iter()
             .rev()
             .find(|(e, _)| *e <= leader_epoch);
-        let next = self.epoch_starts.iter().find(|(e, _)| *e > leader_epoch);
-        match (floor, next) {
-            (Some(&(epoch, _)), Some(&(_, end))) => (epoch, end),
-            _ => (-1, -1),
-        }
+        (floor.map_or(leader_epoch, |&(e, _)| e), next_start)
     }
 }
 
