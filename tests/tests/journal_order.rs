@@ -193,3 +193,83 @@ async fn wait_for_times_out_with_the_last_entries_seen() {
         "the message lists what arrived: {message}"
     );
 }
+
+/// A JSON Lines sink the test can read back.
+#[derive(Clone, Default)]
+struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buffer {
+    fn entries(&self) -> Vec<kmock::Entry> {
+        kmock::journal::read_jsonl(&self.0.lock().unwrap()[..]).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn the_sink_gets_every_entry_even_those_memory_no_longer_holds() {
+    let sink = Buffer::default();
+    let cluster = Cluster::builder()
+        .topic("t", 1)
+        .journal_capacity(2)
+        .journal_jsonl(sink.clone())
+        .start()
+        .await
+        .unwrap();
+    let addr = cluster.brokers()[0].addr;
+    let (waiting, busy) = (
+        Client::connect(addr).await.unwrap(),
+        Client::connect(addr).await.unwrap(),
+    );
+    // A long poll stays unanswered while five more requests push it out of memory.
+    let (fetched, ()) = tokio::join!(
+        waiting.fetch("t", 0, 0, Duration::from_millis(300)),
+        async {
+            for _ in 0..5 {
+                busy.api_versions().await.unwrap();
+            }
+        }
+    );
+    fetched.unwrap();
+    let journal = cluster.journal();
+    assert_eq!(journal.entries().len(), 2);
+    assert_eq!(journal.evicted(), 4);
+    let written = sink.entries();
+    let seqs: Vec<u64> = written.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        [1, 2, 3, 4, 5, 6],
+        "every entry reaches the sink once complete"
+    );
+    let fetch = written.iter().find(|e| e.is("Fetch")).unwrap();
+    assert!(
+        fetch.response.is_some(),
+        "the evicted Fetch was written with its answer: {fetch:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_capacity_of_zero_keeps_nothing_in_memory_but_the_sink_gets_all() {
+    let sink = Buffer::default();
+    let cluster = Cluster::builder()
+        .journal_capacity(0)
+        .journal_jsonl(sink.clone())
+        .start()
+        .await
+        .unwrap();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    for _ in 0..3 {
+        client.api_versions().await.unwrap();
+    }
+    assert!(cluster.journal().entries().is_empty());
+    assert_eq!(cluster.journal().evicted(), 3);
+    assert_eq!(sink.entries().len(), 3);
+}

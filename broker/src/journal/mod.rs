@@ -12,7 +12,7 @@
 
 pub mod summary;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
@@ -229,7 +229,10 @@ pub(crate) struct Journal {
 
 #[derive(Debug, Default)]
 struct State {
-    entries: VecDeque<Entry>,
+    /// The newest entries, in seq order, each with whether it is complete.
+    entries: VecDeque<(Entry, bool)>,
+    /// Entries dropped from memory before they were complete, kept until then for the sink.
+    unfinished: HashMap<u64, Entry>,
     next_seq: u64,
     evicted: u64,
 }
@@ -288,54 +291,58 @@ impl Journal {
             faults: Vec::new(),
         };
         fill(&mut entry);
-        if self.capacity > 0 {
-            if state.entries.len() == self.capacity {
-                state.entries.pop_front();
+        state.entries.push_back((entry, false));
+        if state.entries.len() > self.capacity {
+            if let Some((old, finished)) = state.entries.pop_front() {
                 state.evicted += 1;
+                if !finished && self.sink.is_some() {
+                    state.unfinished.insert(old.seq, old);
+                }
             }
-            state.entries.push_back(entry);
-        } else {
-            state.evicted += 1;
         }
         drop(state);
         self.appended.notify_waiters();
         seq
     }
 
-    /// Completes entry `seq` (still in memory or not) and writes it to the sink.
+    /// Completes entry `seq` and writes it to the sink, whether or not memory still holds it.
+    ///
+    /// The line reaches the sink before the completed entry can be seen in memory, so a reader
+    /// who saw the completion finds the line whole in the sink.
     pub fn finish(&self, seq: u64, complete: impl FnOnce(&mut Entry)) {
-        let written = {
-            let mut state = self.state();
-            let first = state.entries.front().map_or(seq + 1, |e| e.seq);
-            match seq
-                .checked_sub(first)
-                .and_then(|i| state.entries.get_mut(i as usize))
-            {
-                Some(entry) => {
-                    complete(entry);
-                    self.sink.as_ref().map(|_| entry.clone())
-                }
-                None => None,
+        let mut sink = self.sink.as_ref().map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut state = self.state();
+        let first = state.entries.front().map_or(u64::MAX, |(e, _)| e.seq);
+        let in_memory = seq.checked_sub(first).and_then(|i| state.entries.get_mut(i as usize));
+        let entry = match in_memory {
+            Some((entry, finished)) => {
+                complete(entry);
+                *finished = true;
+                Some(entry.clone())
             }
+            None => state.unfinished.remove(&seq).map(|mut entry| {
+                complete(&mut entry);
+                entry
+            }),
         };
-        self.appended.notify_waiters();
-        if let (Some(sink), Some(entry)) = (&self.sink, written) {
-            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
-            let result = write_line(&mut sink.0, &entry).and_then(|()| {
-                sink.0
-                    .flush()
-                    .map_err(|e| JournalError::Json(e.to_string()))
+        if let (Some(sink), Some(entry)) = (sink.as_mut(), entry) {
+            let mut line = Vec::with_capacity(512);
+            let written = write_line(&mut line, &entry).and_then(|()| {
+                sink.0.write_all(&line).and_then(|()| sink.0.flush()).map_err(|e| JournalError::Json(e.to_string()))
             });
-            if let Err(e) = result {
+            if let Err(e) = written {
                 tracing::error!("journal sink: {e}");
             }
         }
+        drop(state);
+        drop(sink);
+        self.appended.notify_waiters();
     }
 
     pub fn snapshot(&self) -> JournalSnapshot {
         let state = self.state();
         JournalSnapshot {
-            entries: state.entries.iter().cloned().collect(),
+            entries: state.entries.iter().map(|(e, _)| e.clone()).collect(),
             evicted: state.evicted,
         }
     }
@@ -352,14 +359,14 @@ impl Journal {
             let appended = self.appended.notified();
             tokio::pin!(appended);
             appended.as_mut().enable();
-            if let Some(found) = self.state().entries.iter().find(|e| pred(e)) {
+            if let Some((found, _)) = self.state().entries.iter().find(|(e, _)| pred(e)) {
                 return Ok(found.clone());
             }
             if tokio::time::timeout_at(deadline, appended).await.is_err() {
                 let state = self.state();
                 let skip = state.entries.len().saturating_sub(10);
                 let mut last = Vec::new();
-                for entry in state.entries.iter().skip(skip) {
+                for (entry, _) in state.entries.iter().skip(skip) {
                     let _ = write_line(&mut last, entry);
                 }
                 return Err(JournalError::Timeout {
