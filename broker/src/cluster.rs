@@ -292,6 +292,7 @@ impl ClusterBuilder {
                 tracker.clone(),
             ));
         }
+        tracker.spawn(group_timers(Arc::clone(&shared), shutdown.clone()));
         tracing::info!(bootstrap = %bootstrap(&shared.brokers), "kmock cluster started");
         Ok(Cluster {
             inner: Arc::new(Inner {
@@ -395,6 +396,21 @@ impl Cluster {
         self.inner.shutdown.cancel();
         self.inner.tracker.close();
         self.inner.tracker.wait().await;
+    }
+}
+
+/// How often group session and rebalance timeouts are checked.
+const GROUP_TIMER_TICK: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Expires group members and rebalances on Tokio's clock until shutdown.
+async fn group_timers(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval(GROUP_TIMER_TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = ticks.tick() => shared.state().groups.tick(tokio::time::Instant::now()),
+        }
     }
 }
 

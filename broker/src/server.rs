@@ -148,6 +148,8 @@ async fn run_connection(
         let ctx = Ctx {
             shared: &shared,
             node_id,
+            peer,
+            client_id: "",
         };
         loop {
             let (seq, decoded, cost) = tokio::select! {

@@ -178,6 +178,92 @@ async fn send_sample(
             .send(DescribeClusterRequest::default(), v)
             .await
             .map(drop),
+        ApiKey::FindCoordinator => {
+            let g = StrBytes::from_static_str("g");
+            let request = if v >= 4 {
+                FindCoordinatorRequest::default().with_coordinator_keys(vec![g])
+            } else {
+                FindCoordinatorRequest::default().with_key(g)
+            };
+            client.send(request, v).await.map(drop)
+        }
+        ApiKey::JoinGroup => {
+            let protocol = join_group_request::JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(bytes::Bytes::from_static(b"\0\0"));
+            let request = JoinGroupRequest::default()
+                .with_group_id(GroupId(StrBytes::from_string(format!("join-v{v}"))))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(if v >= 1 { 10_000 } else { -1 })
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+                .with_protocols(vec![protocol]);
+            client.send(request, v).await.map(drop)
+        }
+        ApiKey::SyncGroup => {
+            let request =
+                SyncGroupRequest::default().with_group_id(GroupId(StrBytes::from_static_str("g")));
+            client.send(request, v).await.map(drop)
+        }
+        ApiKey::Heartbeat => {
+            let request =
+                HeartbeatRequest::default().with_group_id(GroupId(StrBytes::from_static_str("g")));
+            client.send(request, v).await.map(drop)
+        }
+        ApiKey::LeaveGroup => {
+            let member = leave_group_request::MemberIdentity::default()
+                .with_member_id(StrBytes::from_static_str("m"));
+            let request = if v >= 3 {
+                LeaveGroupRequest::default().with_members(vec![member])
+            } else {
+                LeaveGroupRequest::default().with_member_id(StrBytes::from_static_str("m"))
+            };
+            client
+                .send(
+                    request.with_group_id(GroupId(StrBytes::from_static_str("g"))),
+                    v,
+                )
+                .await
+                .map(drop)
+        }
+        ApiKey::OffsetCommit => {
+            let partition = offset_commit_request::OffsetCommitRequestPartition::default()
+                .with_committed_offset(3);
+            let topic = offset_commit_request::OffsetCommitRequestTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![partition]);
+            let request = OffsetCommitRequest::default()
+                .with_group_id(GroupId(StrBytes::from_string(format!("commit-v{v}"))))
+                .with_generation_id_or_member_epoch(-1)
+                .with_topics(vec![topic]);
+            client.send(request, v).await.map(drop)
+        }
+        ApiKey::OffsetFetch => {
+            let request = if v >= 8 {
+                let group = offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                    .with_topics(None);
+                OffsetFetchRequest::default().with_groups(vec![group])
+            } else {
+                let topic = offset_fetch_request::OffsetFetchRequestTopic::default()
+                    .with_name(name("t"))
+                    .with_partition_indexes(vec![0]);
+                OffsetFetchRequest::default()
+                    .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                    .with_topics(Some(vec![topic]))
+            };
+            client.send(request, v).await.map(drop)
+        }
+        ApiKey::DescribeGroups => {
+            let request = DescribeGroupsRequest::default()
+                .with_groups(vec![GroupId(StrBytes::from_static_str("g"))]);
+            client.send(request, v).await.map(drop)
+        }
+        ApiKey::ListGroups => client.send(ListGroupsRequest::default(), v).await.map(drop),
+        ApiKey::DeleteGroups => {
+            let request = DeleteGroupsRequest::default()
+                .with_groups_names(vec![GroupId(StrBytes::from_static_str("nope"))]);
+            client.send(request, v).await.map(drop)
+        }
         _ => return None,
     })
 }

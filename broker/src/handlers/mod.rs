@@ -9,21 +9,32 @@
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::cluster::Shared;
 use crate::codec::{CodecError, Request};
+use crate::state::coordinator::{coordinator_for, OFFSETS_TOPIC_PARTITIONS};
 
 /// What a handler may see: the cluster, and which broker the request came to.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +43,19 @@ pub struct Ctx<'a> {
     pub shared: &'a Shared,
     /// Node id of the broker whose listener took the request.
     pub node_id: i32,
+    /// The client's address.
+    pub peer: std::net::SocketAddr,
+    /// The client id of the request being handled.
+    pub client_id: &'a str,
+}
+
+impl Ctx<'_> {
+    /// Whether this broker coordinates `group_id` (the leader of its `__consumer_offsets`
+    /// partition, as Kafka places it).
+    pub fn coordinates_group(&self, group_id: &str) -> bool {
+        let nodes: Vec<i32> = self.shared.brokers.iter().map(|b| b.node_id).collect();
+        coordinator_for(group_id, OFFSETS_TOPIC_PARTITIONS, &nodes) == self.node_id
+    }
 }
 
 /// Every API kmock implements, with the versions it implements.
@@ -40,6 +64,16 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
     (ApiKey::Fetch, fetch::VERSIONS),
     (ApiKey::ListOffsets, list_offsets::VERSIONS),
     (ApiKey::Metadata, metadata::VERSIONS),
+    (ApiKey::OffsetCommit, offset_commit::VERSIONS),
+    (ApiKey::OffsetFetch, offset_fetch::VERSIONS),
+    (ApiKey::FindCoordinator, find_coordinator::VERSIONS),
+    (ApiKey::JoinGroup, join_group::VERSIONS),
+    (ApiKey::Heartbeat, heartbeat::VERSIONS),
+    (ApiKey::LeaveGroup, leave_group::VERSIONS),
+    (ApiKey::SyncGroup, sync_group::VERSIONS),
+    (ApiKey::DescribeGroups, describe_groups::VERSIONS),
+    (ApiKey::ListGroups, list_groups::VERSIONS),
+    (ApiKey::DeleteGroups, delete_groups::VERSIONS),
     (ApiKey::ApiVersions, api_versions::VERSIONS),
     (ApiKey::CreateTopics, create_topics::VERSIONS),
     (ApiKey::DeleteTopics, delete_topics::VERSIONS),
@@ -80,11 +114,31 @@ pub enum Answer {
 /// through only registered APIs, so this is a registry that lost its handler).
 pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecError> {
     let v = request.version;
+    let client_id = request.header.client_id.as_ref().map_or("", |c| c.as_str());
+    let ctx = &Ctx { client_id, ..*ctx };
     Ok(Answer::Respond(Box::new(match request.body {
         RequestKind::Produce(r) => return Ok(produce::handle(ctx, r, v)),
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(ctx, r, v).await),
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(ctx, r, v)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r, v)),
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(offset_commit::handle(ctx, r, v))
+        }
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(ctx, r, v)),
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::handle(ctx, r, v))
+        }
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(ctx, r, v).await),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(ctx, r, v)),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(ctx, r, v)),
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(ctx, r, v).await),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups::handle(ctx, r, v))
+        }
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(ctx, r, v)),
+        RequestKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(delete_groups::handle(ctx, r, v))
+        }
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(ctx, r, v)),
         RequestKind::CreateTopics(r) => {
             ResponseKind::CreateTopics(create_topics::handle(ctx, r, v))

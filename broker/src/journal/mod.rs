@@ -310,10 +310,15 @@ impl Journal {
     /// The line reaches the sink before the completed entry can be seen in memory, so a reader
     /// who saw the completion finds the line whole in the sink.
     pub fn finish(&self, seq: u64, complete: impl FnOnce(&mut Entry)) {
-        let mut sink = self.sink.as_ref().map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut sink = self
+            .sink
+            .as_ref()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
         let mut state = self.state();
         let first = state.entries.front().map_or(u64::MAX, |(e, _)| e.seq);
-        let in_memory = seq.checked_sub(first).and_then(|i| state.entries.get_mut(i as usize));
+        let in_memory = seq
+            .checked_sub(first)
+            .and_then(|i| state.entries.get_mut(i as usize));
         let entry = match in_memory {
             Some((entry, finished)) => {
                 complete(entry);
@@ -328,7 +333,10 @@ impl Journal {
         if let (Some(sink), Some(entry)) = (sink.as_mut(), entry) {
             let mut line = Vec::with_capacity(512);
             let written = write_line(&mut line, &entry).and_then(|()| {
-                sink.0.write_all(&line).and_then(|()| sink.0.flush()).map_err(|e| JournalError::Json(e.to_string()))
+                sink.0
+                    .write_all(&line)
+                    .and_then(|()| sink.0.flush())
+                    .map_err(|e| JournalError::Json(e.to_string()))
             });
             if let Err(e) = written {
                 tracing::error!("journal sink: {e}");

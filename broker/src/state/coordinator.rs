@@ -2,6 +2,8 @@
 //! (`__consumer_offsets` for groups, `__transaction_state` for transactional ids) and that
 //! partition's leader is the coordinator.
 
+/// Partitions of `__consumer_offsets` (Kafka's `offsets.topic.num.partitions` default).
+pub const OFFSETS_TOPIC_PARTITIONS: i32 = 50;
 /// Partitions of `__transaction_state` (Kafka's `transaction.state.log.num.partitions` default).
 pub const TRANSACTION_STATE_PARTITIONS: i32 = 50;
 

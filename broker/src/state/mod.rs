@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod coordinator;
+pub mod groups;
 pub mod log;
 pub mod producer_state;
 pub mod producers;
@@ -29,6 +30,8 @@ pub struct ClusterState {
     pub topics: BTreeMap<String, Topic>,
     /// Producer id and epoch allocation.
     pub producers: ProducerIds,
+    /// Consumer groups and their committed offsets.
+    pub groups: groups::Groups,
     topics_created: u64,
     id_seed: u64,
 }
@@ -49,6 +52,7 @@ impl ClusterState {
             nodes,
             topics: BTreeMap::new(),
             producers: ProducerIds::default(),
+            groups: groups::Groups::default(),
             topics_created: 0,
             id_seed,
         }

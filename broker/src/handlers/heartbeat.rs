@@ -1,0 +1,34 @@
+//! Heartbeat (API key 12), versions 0–4.
+//!
+//! As Kafka's `GroupCoordinator.handleHeartbeat`: keeps the member's session alive; answers
+//! REBALANCE_IN_PROGRESS while the group waits for members to rejoin, and UNKNOWN_MEMBER_ID,
+//! FENCED_INSTANCE_ID or ILLEGAL_GENERATION to a member that is not current. NOT_COORDINATOR on
+//! any broker but the group's coordinator.
+//!
+//! Deviations from Apache Kafka: none known.
+
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = HeartbeatRequest::VERSIONS;
+
+/// Records the heartbeat.
+pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> HeartbeatResponse {
+    let group_id = request.group_id.0.as_str();
+    let result = if ctx.coordinates_group(group_id) {
+        ctx.shared.state().groups.heartbeat(
+            group_id,
+            request.generation_id,
+            request.member_id.as_str(),
+            request.group_instance_id.as_ref().map(StrBytes::as_str),
+            tokio::time::Instant::now(),
+        )
+    } else {
+        Err(ResponseError::NotCoordinator)
+    };
+    HeartbeatResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
+}

@@ -1,0 +1,110 @@
+//! JoinGroup (API key 11), versions 0–9.
+//!
+//! The classic group protocol as Kafka's `GroupCoordinator.handleJoinGroup`
+//! ([`crate::state::groups`]): a first join from v4 gets MEMBER_ID_REQUIRED with the id to use
+//! (KIP-394); a join waits until every member has rejoined or the rebalance timeout passes;
+//! the leader gets every member's metadata. NOT_COORDINATOR on any broker but the group's
+//! coordinator; session timeouts outside 6 s–30 min get INVALID_SESSION_TIMEOUT.
+//!
+//! Deviations from Apache Kafka: no initial rebalance delay (Kafka waits
+//! `group.initial.rebalance.delay.ms`, 3 s, before completing the first rebalance of an empty
+//! group); a static member rejoining under a new member id always triggers a rebalance, where
+//! Kafka hands it the old assignment when nothing changed.
+
+use bytes::Bytes;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+use crate::state::groups::{JoinRequest, JoinResult, Pending};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = JoinGroupRequest::VERSIONS;
+
+/// Joins (or rejoins) the group, waiting for the rebalance to complete.
+pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> JoinGroupResponse {
+    let group_id = request.group_id.0.as_str().to_owned();
+    let result = if !ctx.coordinates_group(&group_id) {
+        JoinResult {
+            error: Some(ResponseError::NotCoordinator),
+            generation_id: -1,
+            member_id: request.member_id.as_str().to_owned(),
+            ..JoinResult::default()
+        }
+    } else {
+        let join = JoinRequest {
+            group_id,
+            member_id: request.member_id.as_str().to_owned(),
+            group_instance_id: request
+                .group_instance_id
+                .as_ref()
+                .map(|s| s.as_str().to_owned()),
+            client_id: ctx.client_id.to_owned(),
+            client_host: format!("/{}", ctx.peer.ip()),
+            session_timeout_ms: request.session_timeout_ms,
+            rebalance_timeout_ms: if version >= 1 {
+                request.rebalance_timeout_ms
+            } else {
+                request.session_timeout_ms
+            },
+            protocol_type: request.protocol_type.as_str().to_owned(),
+            protocols: request
+                .protocols
+                .iter()
+                .map(|p| (p.name.as_str().to_owned(), p.metadata.clone()))
+                .collect(),
+            require_known_member_id: version >= 4,
+        };
+        let pending = ctx
+            .shared
+            .state()
+            .groups
+            .join(join, tokio::time::Instant::now());
+        match pending {
+            Pending::Now(result) => result,
+            Pending::Wait(rx) => rx.await.unwrap_or_else(|_| JoinResult {
+                error: Some(ResponseError::UnknownMemberId),
+                generation_id: -1,
+                member_id: request.member_id.as_str().to_owned(),
+                ..JoinResult::default()
+            }),
+        }
+    };
+    let text = |s: String| StrBytes::from_string(s);
+    JoinGroupResponse::default()
+        .with_error_code(result.error.map_or(0, |e| e.code()))
+        .with_generation_id(result.generation_id)
+        .with_protocol_type(if version >= 7 {
+            result.protocol_type.map(text)
+        } else {
+            None
+        })
+        .with_protocol_name(
+            result
+                .protocol_name
+                .map(text)
+                .or((version < 7).then(StrBytes::default)),
+        )
+        .with_leader(text(result.leader))
+        .with_member_id(text(result.member_id))
+        .with_members(
+            result
+                .members
+                .into_iter()
+                .map(
+                    |(id, instance, metadata): (String, Option<String>, Bytes)| {
+                        JoinGroupResponseMember::default()
+                            .with_member_id(text(id))
+                            .with_group_instance_id(if version >= 5 {
+                                instance.map(text)
+                            } else {
+                                None
+                            })
+                            .with_metadata(metadata)
+                    },
+                )
+                .collect(),
+        )
+}

@@ -1,0 +1,103 @@
+//! OffsetCommit (API key 8), versions 2–9.
+//!
+//! As Kafka's `KafkaApis.handleOffsetCommitRequest` and `GroupCoordinator.handleCommitOffsets`:
+//! partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest are checked against
+//! the group ([`crate::state::groups::Groups::check_commit`]: UNKNOWN_MEMBER_ID,
+//! FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS; a commit with generation -1
+//! from outside any group is stored while the group is Empty) and metadata over 4096 bytes gets
+//! OFFSET_METADATA_TOO_LARGE. Offsets are stored as sent: a lower offset than the last commit
+//! is accepted, as Kafka accepts it (the ordering checks are where kmock says so).
+//! NOT_COORDINATOR on any broker but the group's coordinator.
+//!
+//! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+use crate::state::groups::{CommittedOffset, MAX_METADATA_BYTES};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = OffsetCommitRequest::VERSIONS;
+
+/// Stores each partition's offset, or answers why not.
+pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, _version: i16) -> OffsetCommitResponse {
+    let group_id = request.group_id.0.as_str();
+    let mut state = ctx.shared.state();
+    let group_error = if ctx.coordinates_group(group_id) {
+        state
+            .groups
+            .check_commit(
+                group_id,
+                request.generation_id_or_member_epoch,
+                request.member_id.as_str(),
+                request.group_instance_id.as_ref().map(StrBytes::as_str),
+            )
+            .err()
+    } else {
+        Some(ResponseError::NotCoordinator)
+    };
+    let mut accepted = Vec::new();
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.as_str();
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let exists = state
+                        .topics
+                        .get(name)
+                        .is_some_and(|topic| topic.partition(p.partition_index).is_some());
+                    let too_large = p
+                        .committed_metadata
+                        .as_ref()
+                        .is_some_and(|m| m.len() > MAX_METADATA_BYTES);
+                    let error = if !exists {
+                        Some(ResponseError::UnknownTopicOrPartition)
+                    } else if group_error.is_some() {
+                        group_error
+                    } else if too_large {
+                        Some(ResponseError::OffsetMetadataTooLarge)
+                    } else {
+                        accepted.push((
+                            (name.to_owned(), p.partition_index),
+                            CommittedOffset {
+                                offset: p.committed_offset,
+                                leader_epoch: p.committed_leader_epoch,
+                                metadata: p
+                                    .committed_metadata
+                                    .as_ref()
+                                    .map(|m| m.as_str().to_owned()),
+                            },
+                        ));
+                        None
+                    };
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(error.map_or(0, |e| e.code()))
+                })
+                .collect();
+            OffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    if !accepted.is_empty() {
+        if let Ok(group) = state.groups.check_commit(
+            group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id.as_str(),
+            request.group_instance_id.as_ref().map(StrBytes::as_str),
+        ) {
+            group.offsets.extend(accepted);
+        }
+    }
+    OffsetCommitResponse::default().with_topics(topics)
+}

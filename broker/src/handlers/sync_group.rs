@@ -1,0 +1,62 @@
+//! SyncGroup (API key 14), versions 0–5.
+//!
+//! As Kafka's `GroupCoordinator.handleSyncGroup` ([`crate::state::groups`]): the leader's
+//! assignment is stored and handed to every member; followers wait for it. UNKNOWN_MEMBER_ID,
+//! FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS and (v5) a protocol type or
+//! name other than the group's, INCONSISTENT_GROUP_PROTOCOL. NOT_COORDINATOR on any broker but
+//! the group's coordinator.
+//!
+//! Deviations from Apache Kafka: none known.
+
+use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+use crate::state::groups::Pending;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = SyncGroupRequest::VERSIONS;
+
+/// Stores the leader's assignment, or waits for it, and answers the member's own.
+pub async fn handle(ctx: &Ctx<'_>, request: SyncGroupRequest, version: i16) -> SyncGroupResponse {
+    let group_id = request.group_id.0.as_str();
+    let result = if !ctx.coordinates_group(group_id) {
+        Err(ResponseError::NotCoordinator)
+    } else {
+        let pending = ctx.shared.state().groups.sync(
+            group_id,
+            request.generation_id,
+            request.member_id.as_str(),
+            request.group_instance_id.as_ref().map(StrBytes::as_str),
+            request.protocol_type.as_ref().map(StrBytes::as_str),
+            request.protocol_name.as_ref().map(StrBytes::as_str),
+            request
+                .assignments
+                .iter()
+                .map(|a| (a.member_id.as_str().to_owned(), a.assignment.clone()))
+                .collect(),
+        );
+        match pending {
+            Pending::Now(result) => result,
+            Pending::Wait(rx) => rx.await.unwrap_or(Err(ResponseError::UnknownMemberId)),
+        }
+    };
+    match result {
+        Ok(answer) => SyncGroupResponse::default()
+            .with_protocol_type(
+                (version >= 5)
+                    .then_some(answer.protocol_type)
+                    .flatten()
+                    .map(StrBytes::from_string),
+            )
+            .with_protocol_name(
+                (version >= 5)
+                    .then_some(answer.protocol_name)
+                    .flatten()
+                    .map(StrBytes::from_string),
+            )
+            .with_assignment(answer.assignment),
+        Err(error) => SyncGroupResponse::default().with_error_code(error.code()),
+    }
+}

@@ -1,0 +1,731 @@
+//! Consumer groups (classic protocol): membership, rebalances and committed offsets, as
+//! Apache Kafka's `GroupCoordinator` and `GroupMetadata` keep them.
+//!
+//! A group moves Empty → PreparingRebalance → CompletingRebalance → Stable and back. A member
+//! that joins or leaves, or whose session expires, starts a rebalance: every member must rejoin
+//! (JoinGroup, which waits) before the rebalance timeout; then the generation id goes up, the
+//! leader gets every member's metadata, and SyncGroup hands out the leader's assignment.
+//!
+//! Waiting requests (JoinGroup, follower SyncGroup) get a `oneshot` receiver; the state answers
+//! them when the rebalance moves on. Timers (session and rebalance timeouts) are checked by
+//! [`Groups::tick`], which the cluster calls every few milliseconds with Tokio's clock, so tests
+//! can pause and advance time.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+/// Kafka's `group.min.session.timeout.ms` default.
+pub const MIN_SESSION_TIMEOUT_MS: i32 = 6_000;
+/// Kafka's `group.max.session.timeout.ms` default.
+pub const MAX_SESSION_TIMEOUT_MS: i32 = 1_800_000;
+/// Kafka's `offset.metadata.max.bytes` default.
+pub const MAX_METADATA_BYTES: usize = 4_096;
+
+/// A group's state, named as Kafka names it (DescribeGroups, ListGroups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupState {
+    /// No members; offsets may be kept.
+    Empty,
+    /// Waiting for members to (re)join.
+    PreparingRebalance,
+    /// Joined; waiting for the leader's assignment.
+    CompletingRebalance,
+    /// Every member has its assignment.
+    Stable,
+    /// Deleted.
+    Dead,
+}
+
+impl GroupState {
+    /// Kafka's name for the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Empty => "Empty",
+            Self::PreparingRebalance => "PreparingRebalance",
+            Self::CompletingRebalance => "CompletingRebalance",
+            Self::Stable => "Stable",
+            Self::Dead => "Dead",
+        }
+    }
+}
+
+/// What a JoinGroup asks.
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    /// Group id.
+    pub group_id: String,
+    /// Member id: empty on a first join.
+    pub member_id: String,
+    /// Static membership id (KIP-345).
+    pub group_instance_id: Option<String>,
+    /// The client id, prefix of a generated member id.
+    pub client_id: String,
+    /// Client address, for DescribeGroups.
+    pub client_host: String,
+    /// Session timeout, ms.
+    pub session_timeout_ms: i32,
+    /// Rebalance timeout, ms (the session timeout before JoinGroup v1).
+    pub rebalance_timeout_ms: i32,
+    /// Protocol type, `consumer` for consumers.
+    pub protocol_type: String,
+    /// `(name, metadata)` of each protocol the member supports, in preference order.
+    pub protocols: Vec<(String, Bytes)>,
+    /// Whether the member must first get its id from MEMBER_ID_REQUIRED (JoinGroup v4+).
+    pub require_known_member_id: bool,
+}
+
+/// The answer to a JoinGroup.
+#[derive(Debug, Clone, Default)]
+pub struct JoinResult {
+    /// NONE or the error.
+    pub error: Option<ResponseError>,
+    /// The new generation.
+    pub generation_id: i32,
+    /// Protocol type of the group.
+    pub protocol_type: Option<String>,
+    /// Protocol chosen.
+    pub protocol_name: Option<String>,
+    /// Member id of the leader.
+    pub leader: String,
+    /// The member's id (assigned on a first join).
+    pub member_id: String,
+    /// For the leader: `(member id, instance id, metadata)` of every member.
+    pub members: Vec<(String, Option<String>, Bytes)>,
+}
+
+impl JoinResult {
+    fn error(error: ResponseError, member_id: &str) -> Self {
+        Self {
+            error: Some(error),
+            generation_id: -1,
+            member_id: member_id.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+/// The answer to a SyncGroup: the member's assignment, or an error.
+pub type SyncResult = Result<SyncAnswer, ResponseError>;
+
+/// A member's assignment, with the group's protocol.
+#[derive(Debug, Clone, Default)]
+pub struct SyncAnswer {
+    /// Protocol type of the group.
+    pub protocol_type: Option<String>,
+    /// Protocol chosen.
+    pub protocol_name: Option<String>,
+    /// The assignment bytes the leader gave this member.
+    pub assignment: Bytes,
+}
+
+/// Either an answer now, or one to wait for.
+#[derive(Debug)]
+pub enum Pending<T> {
+    /// Answered at once.
+    Now(T),
+    /// Answered when the rebalance moves on (the sender is dropped if the group goes away).
+    Wait(oneshot::Receiver<T>),
+}
+
+/// A committed offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    /// The offset.
+    pub offset: i64,
+    /// Leader epoch the client saw, -1 if none.
+    pub leader_epoch: i32,
+    /// Metadata string.
+    pub metadata: Option<String>,
+}
+
+#[derive(Debug)]
+struct Member {
+    group_instance_id: Option<String>,
+    client_id: String,
+    client_host: String,
+    session_timeout: Duration,
+    rebalance_timeout: Duration,
+    protocol_type: String,
+    protocols: Vec<(String, Bytes)>,
+    assignment: Bytes,
+    last_heartbeat: Instant,
+    awaiting_join: Option<oneshot::Sender<JoinResult>>,
+    awaiting_sync: Option<oneshot::Sender<SyncResult>>,
+}
+
+/// One group.
+#[derive(Debug)]
+pub struct Group {
+    state: GroupState,
+    generation_id: i32,
+    protocol_type: Option<String>,
+    protocol_name: Option<String>,
+    leader: Option<String>,
+    members: BTreeMap<String, Member>,
+    /// Member ids given out with MEMBER_ID_REQUIRED, and when they expire.
+    pending: HashMap<String, Instant>,
+    rebalance_deadline: Option<Instant>,
+    /// Committed offsets by (topic, partition).
+    pub offsets: BTreeMap<(String, i32), CommittedOffset>,
+}
+
+impl Group {
+    fn new() -> Self {
+        Self {
+            state: GroupState::Empty,
+            generation_id: 0,
+            protocol_type: None,
+            protocol_name: None,
+            leader: None,
+            members: BTreeMap::new(),
+            pending: HashMap::new(),
+            rebalance_deadline: None,
+            offsets: BTreeMap::new(),
+        }
+    }
+
+    /// The group's state.
+    pub fn state(&self) -> GroupState {
+        self.state
+    }
+
+    /// Protocol type (`consumer`), if any member ever joined.
+    pub fn protocol_type(&self) -> Option<&str> {
+        self.protocol_type.as_deref()
+    }
+
+    /// Protocol chosen in the current generation.
+    pub fn protocol_name(&self) -> Option<&str> {
+        self.protocol_name.as_deref()
+    }
+
+    /// `(member id, instance id, client id, client host, metadata of the chosen protocol,
+    /// assignment)` of every member.
+    pub fn members(&self) -> Vec<(String, Option<String>, String, String, Bytes, Bytes)> {
+        self.members
+            .iter()
+            .map(|(id, m)| {
+                let metadata = self
+                    .protocol_name
+                    .as_ref()
+                    .and_then(|p| m.protocols.iter().find(|(n, _)| n == p))
+                    .map(|(_, md)| md.clone())
+                    .unwrap_or_default();
+                (
+                    id.clone(),
+                    m.group_instance_id.clone(),
+                    m.client_id.clone(),
+                    m.client_host.clone(),
+                    metadata,
+                    m.assignment.clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// Checks that `member_id` (with `instance_id`) is a current member, as Kafka's
+    /// `validateCurrentMember`.
+    fn check_member(
+        &self,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Result<&Member, ResponseError> {
+        if let Some(instance) = instance_id {
+            let owner = self
+                .members
+                .iter()
+                .find(|(_, m)| m.group_instance_id.as_deref() == Some(instance))
+                .map(|(id, _)| id.as_str());
+            if owner.is_some_and(|owner| owner != member_id) {
+                return Err(ResponseError::FencedInstanceId);
+            }
+        }
+        self.members
+            .get(member_id)
+            .ok_or(ResponseError::UnknownMemberId)
+    }
+
+    /// Starts a rebalance: every member must rejoin before the largest rebalance timeout.
+    fn prepare_rebalance(&mut self, now: Instant) {
+        if self.state == GroupState::CompletingRebalance {
+            for member in self.members.values_mut() {
+                member.assignment = Bytes::new();
+                if let Some(waiter) = member.awaiting_sync.take() {
+                    let _ = waiter.send(Err(ResponseError::RebalanceInProgress));
+                }
+            }
+        }
+        let timeout = self
+            .members
+            .values()
+            .map(|m| m.rebalance_timeout)
+            .max()
+            .unwrap_or_default();
+        self.state = GroupState::PreparingRebalance;
+        self.rebalance_deadline = Some(now + timeout);
+    }
+
+    /// Completes the join phase once every member has rejoined and no MEMBER_ID_REQUIRED
+    /// member is still expected, or when `force` (the rebalance timeout passed).
+    fn try_complete_join(&mut self, now: Instant, force: bool) {
+        if self.state != GroupState::PreparingRebalance {
+            return;
+        }
+        let all_joined =
+            self.members.values().all(|m| m.awaiting_join.is_some()) && self.pending.is_empty();
+        if !(all_joined || force) {
+            return;
+        }
+        // Members that did not rejoin in time leave the group.
+        self.members.retain(|_, m| m.awaiting_join.is_some());
+        self.pending.clear();
+        self.rebalance_deadline = None;
+        self.generation_id += 1;
+        if self.members.is_empty() {
+            self.state = GroupState::Empty;
+            self.protocol_name = None;
+            self.leader = None;
+            return;
+        }
+        self.protocol_name = self.select_protocol();
+        if !self
+            .leader
+            .as_ref()
+            .is_some_and(|l| self.members.contains_key(l))
+        {
+            self.leader = self.members.keys().next().cloned();
+        }
+        self.state = GroupState::CompletingRebalance;
+        let leader = self.leader.clone().unwrap_or_default();
+        let all: Vec<_> = self
+            .members()
+            .into_iter()
+            .map(|(id, instance, _, _, metadata, _)| (id, instance, metadata))
+            .collect();
+        for (id, member) in &mut self.members {
+            member.last_heartbeat = now;
+            if let Some(waiter) = member.awaiting_join.take() {
+                let _ = waiter.send(JoinResult {
+                    error: None,
+                    generation_id: self.generation_id,
+                    protocol_type: self.protocol_type.clone(),
+                    protocol_name: self.protocol_name.clone(),
+                    leader: leader.clone(),
+                    member_id: id.clone(),
+                    members: if *id == leader {
+                        all.clone()
+                    } else {
+                        Vec::new()
+                    },
+                });
+            }
+        }
+    }
+
+    /// The protocol every member supports that most members prefer (Kafka's
+    /// `GroupMetadata.selectProtocol`: each member votes for its first candidate).
+    fn select_protocol(&self) -> Option<String> {
+        let mut candidates: Option<HashSet<&str>> = None;
+        for m in self.members.values() {
+            let names: HashSet<&str> = m.protocols.iter().map(|(n, _)| n.as_str()).collect();
+            candidates = Some(match candidates {
+                None => names,
+                Some(c) => c.intersection(&names).copied().collect(),
+            });
+        }
+        let candidates = candidates?;
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in self.members.values() {
+            if let Some((name, _)) = m
+                .protocols
+                .iter()
+                .find(|(n, _)| candidates.contains(n.as_str()))
+            {
+                *votes.entry(name).or_default() += 1;
+            }
+        }
+        votes
+            .into_iter()
+            .max_by_key(|(_, v)| *v)
+            .map(|(n, _)| n.to_owned())
+    }
+
+    /// Whether a member with these protocols could join (Kafka's `supportsProtocols`).
+    fn supports(&self, protocol_type: &str, protocols: &[(String, Bytes)]) -> bool {
+        if self.members.is_empty() {
+            return !protocol_type.is_empty() && !protocols.is_empty();
+        }
+        self.protocol_type.as_deref() == Some(protocol_type)
+            && protocols.iter().any(|(n, _)| {
+                self.members
+                    .values()
+                    .all(|m| m.protocols.iter().any(|(mn, _)| mn == n))
+            })
+    }
+
+    fn remove_member(&mut self, member_id: &str, now: Instant) {
+        if let Some(mut member) = self.members.remove(member_id) {
+            if let Some(w) = member.awaiting_join.take() {
+                let _ = w.send(JoinResult::error(ResponseError::UnknownMemberId, member_id));
+            }
+            if let Some(w) = member.awaiting_sync.take() {
+                let _ = w.send(Err(ResponseError::UnknownMemberId));
+            }
+        }
+        match self.state {
+            GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(now),
+            GroupState::PreparingRebalance => {}
+            GroupState::Empty | GroupState::Dead => return,
+        }
+        self.try_complete_join(now, self.members.is_empty());
+    }
+}
+
+/// Every group of the cluster.
+#[derive(Debug, Default)]
+pub struct Groups {
+    groups: BTreeMap<String, Group>,
+    next_member: u64,
+}
+
+impl Groups {
+    /// The group, if it exists.
+    pub fn get(&self, group_id: &str) -> Option<&Group> {
+        self.groups.get(group_id)
+    }
+
+    /// Every group, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Group)> {
+        self.groups.iter()
+    }
+
+    /// JoinGroup, as Kafka's `GroupCoordinator.handleJoinGroup` (classic protocol).
+    pub fn join(&mut self, req: JoinRequest, now: Instant) -> Pending<JoinResult> {
+        let fail = |e| Pending::Now(JoinResult::error(e, &req.member_id));
+        if req.group_id.is_empty() {
+            return fail(ResponseError::InvalidGroupId);
+        }
+        if !(MIN_SESSION_TIMEOUT_MS..=MAX_SESSION_TIMEOUT_MS).contains(&req.session_timeout_ms) {
+            return fail(ResponseError::InvalidSessionTimeout);
+        }
+        if !req.member_id.is_empty() && !self.groups.contains_key(&req.group_id) {
+            return fail(ResponseError::UnknownMemberId);
+        }
+        self.next_member += 1;
+        let fresh_id = format!("{}-{:016x}", req.client_id, self.next_member);
+        let group = self
+            .groups
+            .entry(req.group_id.clone())
+            .or_insert_with(Group::new);
+        if !group.supports(&req.protocol_type, &req.protocols) {
+            return fail(ResponseError::InconsistentGroupProtocol);
+        }
+        let session = Duration::from_millis(req.session_timeout_ms as u64);
+        let mut member_id = req.member_id.clone();
+        if member_id.is_empty() {
+            // A static member rejoining with a new id replaces (fences) its old id.
+            let old = req.group_instance_id.as_ref().and_then(|instance| {
+                group
+                    .members
+                    .iter()
+                    .find(|(_, m)| m.group_instance_id.as_ref() == Some(instance))
+                    .map(|(id, _)| id.clone())
+            });
+            if let Some(old) = old {
+                if let Some(mut replaced) = group.members.remove(&old) {
+                    if let Some(w) = replaced.awaiting_join.take() {
+                        let _ = w.send(JoinResult::error(ResponseError::FencedInstanceId, &old));
+                    }
+                    if let Some(w) = replaced.awaiting_sync.take() {
+                        let _ = w.send(Err(ResponseError::FencedInstanceId));
+                    }
+                    if group.leader.as_deref() == Some(old.as_str()) {
+                        group.leader = None;
+                    }
+                }
+            } else if req.require_known_member_id && req.group_instance_id.is_none() {
+                group.pending.insert(fresh_id.clone(), now + session);
+                return Pending::Now(JoinResult::error(
+                    ResponseError::MemberIdRequired,
+                    &fresh_id,
+                ));
+            }
+            member_id = fresh_id;
+        } else if group.pending.remove(&member_id).is_none() {
+            if let Err(e) = group.check_member(&member_id, req.group_instance_id.as_deref()) {
+                return fail(e);
+            }
+            let member = &group.members[&member_id];
+            let unchanged = member.protocols == req.protocols;
+            let is_leader = group.leader.as_deref() == Some(member_id.as_str());
+            // A follower rejoining with nothing changed gets the current generation back.
+            if unchanged
+                && (group.state == GroupState::CompletingRebalance
+                    || (group.state == GroupState::Stable && !is_leader))
+            {
+                return Pending::Now(JoinResult {
+                    error: None,
+                    generation_id: group.generation_id,
+                    protocol_type: group.protocol_type.clone(),
+                    protocol_name: group.protocol_name.clone(),
+                    leader: group.leader.clone().unwrap_or_default(),
+                    member_id,
+                    members: Vec::new(),
+                });
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        let member = group.members.entry(member_id).or_insert_with(|| Member {
+            group_instance_id: req.group_instance_id.clone(),
+            client_id: req.client_id.clone(),
+            client_host: req.client_host.clone(),
+            session_timeout: session,
+            rebalance_timeout: Duration::ZERO,
+            protocol_type: req.protocol_type.clone(),
+            protocols: Vec::new(),
+            assignment: Bytes::new(),
+            last_heartbeat: now,
+            awaiting_join: None,
+            awaiting_sync: None,
+        });
+        member.session_timeout = session;
+        member.rebalance_timeout = Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64);
+        member.protocols = req.protocols;
+        member.protocol_type = req.protocol_type.clone();
+        member.last_heartbeat = now;
+        if let Some(previous) = member.awaiting_join.replace(tx) {
+            drop(previous);
+        }
+        group.protocol_type = Some(req.protocol_type);
+        if group.state != GroupState::PreparingRebalance {
+            group.prepare_rebalance(now);
+        }
+        group.try_complete_join(now, false);
+        Pending::Wait(rx)
+    }
+
+    /// SyncGroup, as Kafka's `GroupCoordinator.handleSyncGroup`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sync(
+        &mut self,
+        group_id: &str,
+        generation_id: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        protocol_type: Option<&str>,
+        protocol_name: Option<&str>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> Pending<SyncResult> {
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return Pending::Now(Err(ResponseError::UnknownMemberId));
+        };
+        if let Err(e) = group.check_member(member_id, instance_id) {
+            return Pending::Now(Err(e));
+        }
+        if generation_id != group.generation_id {
+            return Pending::Now(Err(ResponseError::IllegalGeneration));
+        }
+        let mismatch = |asked: Option<&str>, actual: &Option<String>| {
+            asked.is_some_and(|a| Some(a) != actual.as_deref())
+        };
+        if mismatch(protocol_type, &group.protocol_type)
+            || mismatch(protocol_name, &group.protocol_name)
+        {
+            return Pending::Now(Err(ResponseError::InconsistentGroupProtocol));
+        }
+        let answer = |group: &Group, id: &str| SyncAnswer {
+            protocol_type: group.protocol_type.clone(),
+            protocol_name: group.protocol_name.clone(),
+            assignment: group
+                .members
+                .get(id)
+                .map(|m| m.assignment.clone())
+                .unwrap_or_default(),
+        };
+        match group.state {
+            GroupState::Empty | GroupState::Dead => {
+                Pending::Now(Err(ResponseError::UnknownMemberId))
+            }
+            GroupState::PreparingRebalance => Pending::Now(Err(ResponseError::RebalanceInProgress)),
+            GroupState::Stable => Pending::Now(Ok(answer(group, member_id))),
+            GroupState::CompletingRebalance => {
+                let (tx, rx) = oneshot::channel();
+                if let Some(member) = group.members.get_mut(member_id) {
+                    member.awaiting_sync = Some(tx);
+                }
+                if group.leader.as_deref() == Some(member_id) {
+                    let mut given: HashMap<String, Bytes> = assignments.into_iter().collect();
+                    for (id, member) in &mut group.members {
+                        member.assignment = given.remove(id).unwrap_or_default();
+                    }
+                    group.state = GroupState::Stable;
+                    let ids: Vec<String> = group.members.keys().cloned().collect();
+                    for id in ids {
+                        let reply = answer(group, &id);
+                        if let Some(w) = group
+                            .members
+                            .get_mut(&id)
+                            .and_then(|m| m.awaiting_sync.take())
+                        {
+                            let _ = w.send(Ok(reply));
+                        }
+                    }
+                }
+                Pending::Wait(rx)
+            }
+        }
+    }
+
+    /// Heartbeat, as Kafka's `GroupCoordinator.handleHeartbeat`.
+    ///
+    /// # Errors
+    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS.
+    pub fn heartbeat(
+        &mut self,
+        group_id: &str,
+        generation_id: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        now: Instant,
+    ) -> Result<(), ResponseError> {
+        let group = self
+            .groups
+            .get_mut(group_id)
+            .ok_or(ResponseError::UnknownMemberId)?;
+        group.check_member(member_id, instance_id)?;
+        if generation_id != group.generation_id {
+            return Err(ResponseError::IllegalGeneration);
+        }
+        if let Some(member) = group.members.get_mut(member_id) {
+            member.last_heartbeat = now;
+        }
+        match group.state {
+            GroupState::Empty | GroupState::Dead => Err(ResponseError::UnknownMemberId),
+            GroupState::PreparingRebalance => Err(ResponseError::RebalanceInProgress),
+            GroupState::CompletingRebalance | GroupState::Stable => Ok(()),
+        }
+    }
+
+    /// LeaveGroup for each `(member id, instance id)`: the error of each, or a group-level one.
+    pub fn leave(
+        &mut self,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+        now: Instant,
+    ) -> Vec<Result<(), ResponseError>> {
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return members
+                .iter()
+                .map(|_| Err(ResponseError::UnknownMemberId))
+                .collect();
+        };
+        members
+            .iter()
+            .map(|(member_id, instance)| {
+                // A static member may leave by instance id alone (KIP-345).
+                let id = match (member_id.as_str(), instance) {
+                    ("", Some(instance)) => group
+                        .members
+                        .iter()
+                        .find(|(_, m)| m.group_instance_id.as_ref() == Some(instance))
+                        .map(|(id, _)| id.clone())
+                        .ok_or(ResponseError::UnknownMemberId)?,
+                    (id, instance) => {
+                        group.check_member(id, instance.as_deref())?;
+                        id.to_owned()
+                    }
+                };
+                group.remove_member(&id, now);
+                Ok(())
+            })
+            .collect()
+    }
+
+    /// Checks an OffsetCommit against the group, as Kafka's `validateOffsetCommit` (and
+    /// REBALANCE_IN_PROGRESS while CompletingRebalance); creates the group for a commit from
+    /// outside any group (generation -1, no member), as Kafka does.
+    ///
+    /// # Errors
+    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS.
+    pub fn check_commit(
+        &mut self,
+        group_id: &str,
+        generation_id: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Result<&mut Group, ResponseError> {
+        if group_id.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        if !self.groups.contains_key(group_id) {
+            // A group Kafka does not know: a commit from outside group management (generation
+            // -1) creates it; any other is from a generation that no longer exists.
+            if generation_id >= 0 {
+                return Err(ResponseError::IllegalGeneration);
+            }
+            return Ok(self
+                .groups
+                .entry(group_id.to_owned())
+                .or_insert_with(Group::new));
+        }
+        let group = self.groups.get_mut(group_id).expect("checked above");
+        if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
+            group.check_member(member_id, instance_id)?;
+            if generation_id != group.generation_id {
+                return Err(ResponseError::IllegalGeneration);
+            }
+        } else if group.state != GroupState::Empty {
+            // When the group has members, only members may commit.
+            return Err(ResponseError::UnknownMemberId);
+        }
+        if group.state == GroupState::CompletingRebalance {
+            return Err(ResponseError::RebalanceInProgress);
+        }
+        Ok(group)
+    }
+
+    /// Deletes an Empty group and its offsets.
+    ///
+    /// # Errors
+    /// GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members.
+    pub fn delete(&mut self, group_id: &str) -> Result<(), ResponseError> {
+        match self.groups.get(group_id).map(|g| g.state) {
+            None | Some(GroupState::Dead) => Err(ResponseError::GroupIdNotFound),
+            Some(GroupState::Empty) => {
+                self.groups.remove(group_id);
+                Ok(())
+            }
+            Some(_) => Err(ResponseError::NonEmptyGroup),
+        }
+    }
+
+    /// Expires members whose session timed out, and completes rebalances whose timeout
+    /// passed. Called by the cluster every few milliseconds.
+    pub fn tick(&mut self, now: Instant) {
+        for group in self.groups.values_mut() {
+            group.pending.retain(|_, expiry| *expiry > now);
+            let expired: Vec<String> = group
+                .members
+                .iter()
+                .filter(|(_, m)| {
+                    m.awaiting_join.is_none()
+                        && m.awaiting_sync.is_none()
+                        && m.last_heartbeat + m.session_timeout <= now
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                tracing::debug!(member = id, "session expired: member removed");
+                group.remove_member(&id, now);
+            }
+            if group.rebalance_deadline.is_some_and(|d| d <= now) {
+                group.try_complete_join(now, true);
+            }
+        }
+    }
+}
