@@ -273,3 +273,58 @@ async fn a_capacity_of_zero_keeps_nothing_in_memory_but_the_sink_gets_all() {
     assert_eq!(cluster.journal().evicted(), 3);
     assert_eq!(sink.entries().len(), 3);
 }
+
+/// An OffsetCommit from outside group management (generation -1) of `offset` to t-0.
+fn commit(group: &str, offset: i64) -> kafka_protocol::messages::OffsetCommitRequest {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+    OffsetCommitRequest::default()
+        .with_group_id(GroupId(group.to_string().into()))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName("t".to_string().into()))
+            .with_partitions(vec![
+                OffsetCommitRequestPartition::default().with_committed_offset(offset)
+            ])])
+}
+
+#[tokio::test]
+async fn offset_commits_alternating_over_two_connections_come_back_in_send_order() {
+    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let addr = cluster.brokers()[0].addr;
+    let (a, b) = (
+        Client::connect(addr).await.unwrap(),
+        Client::connect(addr).await.unwrap(),
+    );
+    let offsets = [12, 11, 30, 29, 31, 40];
+    let mut sent = Vec::new();
+    for (i, offset) in offsets.into_iter().enumerate() {
+        let client = if i % 2 == 0 { &a } else { &b };
+        let answer = client.send(commit("billing", offset), 8).await.unwrap();
+        assert_eq!(
+            answer.topics[0].partitions[0].error_code, 0,
+            "commit {offset}"
+        );
+        sent.push((client.local_addr(), offset));
+    }
+    let commits = cluster.journal().offset_commits();
+    let journaled: Vec<_> = commits
+        .iter()
+        .map(|c| (c.entry.peer, c.commit.offset))
+        .collect();
+    assert_eq!(
+        journaled, sent,
+        "(peer, offset) in journal order vs send order"
+    );
+    assert!(commits.iter().all(|c| c.group_id == "billing"
+        && c.generation_id == -1
+        && c.commit.error_code == Some(0)));
+    let conns: Vec<u64> = commits.iter().map(|c| c.entry.conn).collect();
+    assert!(
+        conns.windows(2).all(|w| w[0] != w[1]),
+        "alternating connections: {conns:?}"
+    );
+    assert_eq!(cluster.journal().group("billing").count(), offsets.len());
+}

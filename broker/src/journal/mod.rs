@@ -22,8 +22,11 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 pub use summary::{
-    FetchPartition, FetchSummary, InitProducerIdSummary, ListOffsetsPartition, ListOffsetsSummary,
-    ProducePartition, ProduceSummary, RequestSummary, ResponseSummary,
+    CommitPartition, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
+    InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
+    ListOffsetsSummary, MemberAssignment, OffsetCommitSummary, OffsetFetchSummary,
+    ProducePartition, ProduceSummary, RequestSummary, ResponseSummary, SyncGroupSummary,
+    TopicPartitions,
 };
 
 /// Default capacity, in entries.
@@ -67,23 +70,68 @@ impl Entry {
         self.api.as_deref() == Some(api)
     }
 
-    /// The topics the request names (Produce, Fetch, ListOffsets), empty for other APIs.
-    pub fn topics(&self) -> Vec<&str> {
-        let mut topics: Vec<&str> = match &self.request {
-            Some(RequestSummary::Produce(s)) => {
-                s.partitions.iter().map(|p| p.topic.as_str()).collect()
-            }
-            Some(RequestSummary::Fetch(s)) => {
-                s.partitions.iter().map(|p| p.topic.as_str()).collect()
-            }
-            Some(RequestSummary::ListOffsets(s)) => {
-                s.partitions.iter().map(|p| p.topic.as_str()).collect()
-            }
+    /// The `(topic, partition)` pairs the request names (Produce, Fetch, ListOffsets,
+    /// OffsetCommit), in request order; empty for other APIs.
+    pub fn partitions(&self) -> Vec<(&str, i32)> {
+        match &self.request {
+            Some(RequestSummary::Produce(s)) => s
+                .partitions
+                .iter()
+                .map(|p| (p.topic.as_str(), p.partition))
+                .collect(),
+            Some(RequestSummary::Fetch(s)) => s
+                .partitions
+                .iter()
+                .map(|p| (p.topic.as_str(), p.partition))
+                .collect(),
+            Some(RequestSummary::ListOffsets(s)) => s
+                .partitions
+                .iter()
+                .map(|p| (p.topic.as_str(), p.partition))
+                .collect(),
+            Some(RequestSummary::OffsetCommit(s)) => s
+                .partitions
+                .iter()
+                .map(|p| (p.topic.as_str(), p.partition))
+                .collect(),
             _ => Vec::new(),
-        };
+        }
+    }
+
+    /// The topics the request names, each once.
+    pub fn topics(&self) -> Vec<&str> {
+        let mut topics: Vec<&str> = self.partitions().into_iter().map(|(t, _)| t).collect();
         topics.dedup();
         topics
     }
+
+    /// The consumer groups the request is about (group APIs), empty for other APIs.
+    pub fn groups(&self) -> Vec<&str> {
+        match &self.request {
+            Some(RequestSummary::OffsetCommit(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::OffsetFetch(s)) => s.groups.iter().map(String::as_str).collect(),
+            Some(RequestSummary::JoinGroup(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::SyncGroup(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::Heartbeat(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::LeaveGroup(s)) => vec![s.group_id.as_str()],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// One partition of an OffsetCommit request, with the entry it came in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommit {
+    /// The whole entry (seq, conn, times, …).
+    pub entry: Entry,
+    /// Group id.
+    pub group_id: String,
+    /// Generation id sent.
+    pub generation_id: i32,
+    /// Member id sent.
+    pub member_id: String,
+    /// The partition's commit.
+    pub commit: CommitPartition,
 }
 
 /// One partition's batch of a Produce request, with the entry it came in.
@@ -151,6 +199,45 @@ impl JournalSnapshot {
         self.entries
             .iter()
             .filter(move |e| e.topics().contains(&topic))
+    }
+
+    /// Entries about this consumer group, in arrival order.
+    pub fn group<'a>(&'a self, group_id: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| e.groups().contains(&group_id))
+    }
+
+    /// Entries naming this topic partition, in arrival order.
+    pub fn partition<'a>(
+        &'a self,
+        topic: &'a str,
+        partition: i32,
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| e.partitions().contains(&(topic, partition)))
+    }
+
+    /// One item per partition of every OffsetCommit request, in arrival order (and request
+    /// order within one request): what the client really committed, accepted or not.
+    pub fn offset_commits(&self) -> Vec<OffsetCommit> {
+        self.entries
+            .iter()
+            .filter_map(|e| match &e.request {
+                Some(RequestSummary::OffsetCommit(s)) => {
+                    Some(s.partitions.iter().map(move |p| OffsetCommit {
+                        entry: e.clone(),
+                        group_id: s.group_id.clone(),
+                        generation_id: s.generation_id,
+                        member_id: s.member_id.clone(),
+                        commit: p.clone(),
+                    }))
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect()
     }
 
     /// One item per partition batch of every Produce request, in arrival order (and request

@@ -1,10 +1,13 @@
 //! Decoded summaries of requests and responses, as the journal keeps them.
 //!
-//! Full for what ordering depends on (Produce batches, Fetch and ListOffsets positions,
-//! producer ids), the common entry fields only for every other API. Summaries hold no record
+//! Full for what ordering depends on (Produce batches, OffsetCommit offsets, group membership
+//! and assignments, Fetch and ListOffsets positions, producer ids), the common entry fields
+//! only for every other API. Summaries hold no record
 //! contents: records stay in the partition logs.
 
-use kafka_protocol::messages::{RequestKind, ResponseKind};
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::{ConsumerProtocolAssignment, RequestKind, ResponseKind};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -24,6 +27,18 @@ pub enum RequestSummary {
     ListOffsets(ListOffsetsSummary),
     /// InitProducerId: the ids asked for and given.
     InitProducerId(InitProducerIdSummary),
+    /// OffsetCommit: the group, generation, member, and every partition's offset.
+    OffsetCommit(OffsetCommitSummary),
+    /// OffsetFetch: the groups asked, and the offsets answered.
+    OffsetFetch(OffsetFetchSummary),
+    /// JoinGroup: the member joining, and the generation it got.
+    JoinGroup(JoinGroupSummary),
+    /// SyncGroup: the assignments sent (by the leader), and the one answered.
+    SyncGroup(SyncGroupSummary),
+    /// Heartbeat: the member and generation.
+    Heartbeat(GroupMemberSummary),
+    /// LeaveGroup: the members leaving.
+    LeaveGroup(LeaveGroupSummary),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -136,6 +151,143 @@ pub struct InitProducerIdSummary {
     pub assigned_producer_epoch: Option<i16>,
 }
 
+/// An OffsetCommit request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetCommitSummary {
+    /// Group id.
+    pub group_id: String,
+    /// Generation id (member epoch from v9), -1 from outside group management.
+    pub generation_id: i32,
+    /// Member id, empty from outside group management.
+    pub member_id: String,
+    /// Static member id, if any.
+    pub group_instance_id: Option<String>,
+    /// One item per partition, in request order.
+    pub partitions: Vec<CommitPartition>,
+}
+
+/// One partition of an OffsetCommit request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// The offset committed.
+    pub offset: i64,
+    /// Leader epoch sent with it, -1 for none.
+    pub leader_epoch: i32,
+    /// Metadata string sent with it.
+    pub metadata: Option<String>,
+    /// Error code answered; `None` until answered.
+    pub error_code: Option<i16>,
+}
+
+/// An OffsetFetch request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetFetchSummary {
+    /// The groups asked about.
+    pub groups: Vec<String>,
+    /// Every partition answered with its committed offset (-1 for none); `None` until answered.
+    pub offsets: Option<Vec<FetchedOffset>>,
+}
+
+/// One committed offset in an OffsetFetch answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchedOffset {
+    /// Group id.
+    pub group_id: String,
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// Committed offset, -1 for none.
+    pub offset: i64,
+}
+
+/// A JoinGroup request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinGroupSummary {
+    /// Group id.
+    pub group_id: String,
+    /// Member id sent (empty on a first join).
+    pub member_id: String,
+    /// Static member id, if any.
+    pub group_instance_id: Option<String>,
+    /// Protocol type (`consumer`).
+    pub protocol_type: String,
+    /// Protocol names offered, in preference order.
+    pub protocols: Vec<String>,
+    /// Session timeout asked, ms.
+    pub session_timeout_ms: i32,
+    /// Rebalance timeout asked, ms.
+    pub rebalance_timeout_ms: i32,
+    /// Generation answered; `None` until answered.
+    pub generation_id: Option<i32>,
+    /// Member id answered (assigned on a first join); `None` until answered.
+    pub assigned_member_id: Option<String>,
+    /// Leader answered; `None` until answered.
+    pub leader: Option<String>,
+}
+
+/// A SyncGroup request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncGroupSummary {
+    /// Group id.
+    pub group_id: String,
+    /// Generation id.
+    pub generation_id: i32,
+    /// Member id.
+    pub member_id: String,
+    /// Static member id, if any.
+    pub group_instance_id: Option<String>,
+    /// The leader's assignments, one per member (empty from followers).
+    pub assignments: Vec<MemberAssignment>,
+    /// The member's own assignment answered; `None` until answered.
+    pub assignment: Option<Vec<TopicPartitions>>,
+}
+
+/// One member's assignment in a SyncGroup request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberAssignment {
+    /// Member id.
+    pub member_id: String,
+    /// The partitions, decoded as the consumer protocol's assignment; `None` when the bytes are
+    /// not one (another protocol type).
+    pub partitions: Option<Vec<TopicPartitions>>,
+}
+
+/// Partitions of one topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicPartitions {
+    /// Topic name.
+    pub topic: String,
+    /// Partition indexes.
+    pub partitions: Vec<i32>,
+}
+
+/// A Heartbeat request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupMemberSummary {
+    /// Group id.
+    pub group_id: String,
+    /// Generation id.
+    pub generation_id: i32,
+    /// Member id.
+    pub member_id: String,
+    /// Static member id, if any.
+    pub group_instance_id: Option<String>,
+}
+
+/// A LeaveGroup request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaveGroupSummary {
+    /// Group id.
+    pub group_id: String,
+    /// `(member id, static member id)` of each member leaving.
+    pub members: Vec<(String, Option<String>)>,
+}
+
 /// What the journal records of an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResponseSummary {
@@ -226,8 +378,112 @@ pub(crate) fn summarize(
             assigned_producer_id: None,
             assigned_producer_epoch: None,
         }),
+        RequestKind::OffsetCommit(r) => RequestSummary::OffsetCommit(OffsetCommitSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            generation_id: r.generation_id_or_member_epoch,
+            member_id: r.member_id.as_str().to_owned(),
+            group_instance_id: text(&r.group_instance_id),
+            partitions: r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(move |p| CommitPartition {
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p.partition_index,
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata: text(&p.committed_metadata),
+                        error_code: None,
+                    })
+                })
+                .collect(),
+        }),
+        RequestKind::OffsetFetch(r) => RequestSummary::OffsetFetch(OffsetFetchSummary {
+            groups: if r.groups.is_empty() {
+                vec![r.group_id.0.as_str().to_owned()]
+            } else {
+                r.groups
+                    .iter()
+                    .map(|g| g.group_id.0.as_str().to_owned())
+                    .collect()
+            },
+            offsets: None,
+        }),
+        RequestKind::JoinGroup(r) => RequestSummary::JoinGroup(JoinGroupSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            member_id: r.member_id.as_str().to_owned(),
+            group_instance_id: text(&r.group_instance_id),
+            protocol_type: r.protocol_type.as_str().to_owned(),
+            protocols: r
+                .protocols
+                .iter()
+                .map(|p| p.name.as_str().to_owned())
+                .collect(),
+            session_timeout_ms: r.session_timeout_ms,
+            rebalance_timeout_ms: r.rebalance_timeout_ms,
+            generation_id: None,
+            assigned_member_id: None,
+            leader: None,
+        }),
+        RequestKind::SyncGroup(r) => RequestSummary::SyncGroup(SyncGroupSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            generation_id: r.generation_id,
+            member_id: r.member_id.as_str().to_owned(),
+            group_instance_id: text(&r.group_instance_id),
+            assignments: r
+                .assignments
+                .iter()
+                .map(|a| MemberAssignment {
+                    member_id: a.member_id.as_str().to_owned(),
+                    partitions: consumer_assignment(&a.assignment),
+                })
+                .collect(),
+            assignment: None,
+        }),
+        RequestKind::Heartbeat(r) => RequestSummary::Heartbeat(GroupMemberSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            generation_id: r.generation_id,
+            member_id: r.member_id.as_str().to_owned(),
+            group_instance_id: text(&r.group_instance_id),
+        }),
+        RequestKind::LeaveGroup(r) => RequestSummary::LeaveGroup(LeaveGroupSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            members: if r.members.is_empty() {
+                vec![(r.member_id.as_str().to_owned(), None)]
+            } else {
+                r.members
+                    .iter()
+                    .map(|m| (m.member_id.as_str().to_owned(), text(&m.group_instance_id)))
+                    .collect()
+            },
+        }),
         _ => RequestSummary::Other,
     }
+}
+
+fn text(s: &Option<StrBytes>) -> Option<String> {
+    s.as_ref().map(|s| s.as_str().to_owned())
+}
+
+/// Decodes assignment bytes as the consumer protocol's member assignment (a version, then
+/// the fields of that version), `None` when they are not one.
+fn consumer_assignment(bytes: &Bytes) -> Option<Vec<TopicPartitions>> {
+    if bytes.len() < 2 {
+        return None;
+    }
+    let mut buf = bytes.clone();
+    let version = buf.get_i16();
+    let assignment = ConsumerProtocolAssignment::decode(&mut buf, version).ok()?;
+    Some(
+        assignment
+            .assigned_partitions
+            .into_iter()
+            .map(|tp| TopicPartitions {
+                topic: tp.topic.0.as_str().to_owned(),
+                partitions: tp.partitions,
+            })
+            .collect(),
+    )
 }
 
 /// Fills a summary's answered fields from the response. Handlers answer topics and partitions
@@ -259,6 +515,47 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
         (RequestSummary::InitProducerId(s), ResponseKind::InitProducerId(r)) => {
             s.assigned_producer_id = Some(r.producer_id.0);
             s.assigned_producer_epoch = Some(r.producer_epoch);
+        }
+        (RequestSummary::OffsetCommit(s), ResponseKind::OffsetCommit(r)) => {
+            let answers = r.topics.iter().flat_map(|t| &t.partitions);
+            for (p, a) in s.partitions.iter_mut().zip(answers) {
+                p.error_code = Some(a.error_code);
+            }
+        }
+        (RequestSummary::OffsetFetch(s), ResponseKind::OffsetFetch(r)) => {
+            let mut offsets = Vec::new();
+            let single = s.groups.first().cloned().unwrap_or_default();
+            for t in &r.topics {
+                for p in &t.partitions {
+                    offsets.push(FetchedOffset {
+                        group_id: single.clone(),
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p.partition_index,
+                        offset: p.committed_offset,
+                    });
+                }
+            }
+            for g in &r.groups {
+                for t in &g.topics {
+                    for p in &t.partitions {
+                        offsets.push(FetchedOffset {
+                            group_id: g.group_id.0.as_str().to_owned(),
+                            topic: t.name.0.as_str().to_owned(),
+                            partition: p.partition_index,
+                            offset: p.committed_offset,
+                        });
+                    }
+                }
+            }
+            s.offsets = Some(offsets);
+        }
+        (RequestSummary::JoinGroup(s), ResponseKind::JoinGroup(r)) => {
+            s.generation_id = Some(r.generation_id);
+            s.assigned_member_id = Some(r.member_id.as_str().to_owned());
+            s.leader = Some(r.leader.as_str().to_owned());
+        }
+        (RequestSummary::SyncGroup(s), ResponseKind::SyncGroup(r)) => {
+            s.assignment = consumer_assignment(&r.assignment);
         }
         _ => {}
     }
@@ -299,6 +596,40 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::DescribeConfigs(r) => r.results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DescribeCluster(r) => vec![r.error_code],
         ResponseKind::InitProducerId(r) => vec![r.error_code],
+        ResponseKind::OffsetCommit(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| p.error_code)
+            .collect(),
+        ResponseKind::OffsetFetch(r) => std::iter::once(r.error_code)
+            .chain(
+                r.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            )
+            .chain(r.groups.iter().flat_map(|g| {
+                std::iter::once(g.error_code).chain(
+                    g.topics
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .map(|p| p.error_code),
+                )
+            }))
+            .collect(),
+        ResponseKind::FindCoordinator(r) => std::iter::once(r.error_code)
+            .chain(r.coordinators.iter().map(|c| c.error_code))
+            .collect(),
+        ResponseKind::JoinGroup(r) => vec![r.error_code],
+        ResponseKind::SyncGroup(r) => vec![r.error_code],
+        ResponseKind::Heartbeat(r) => vec![r.error_code],
+        ResponseKind::LeaveGroup(r) => std::iter::once(r.error_code)
+            .chain(r.members.iter().map(|m| m.error_code))
+            .collect(),
+        ResponseKind::DescribeGroups(r) => r.groups.iter().map(|g| g.error_code).collect(),
+        ResponseKind::ListGroups(r) => vec![r.error_code],
+        ResponseKind::DeleteGroups(r) => r.results.iter().map(|g| g.error_code).collect(),
         ResponseKind::OffsetForLeaderEpoch(r) => r
             .topics
             .iter()
