@@ -86,6 +86,7 @@ pub(crate) struct Config {
     pub cluster_id: String,
     pub kafka_version: KafkaVersion,
     pub journal_capacity: usize,
+    pub offsets_topic_partitions: i32,
 }
 
 impl Default for Config {
@@ -101,6 +102,7 @@ impl Default for Config {
             cluster_id: "kmock-cluster".to_owned(),
             kafka_version: KafkaVersion::LATEST,
             journal_capacity: crate::journal::DEFAULT_CAPACITY,
+            offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,
         }
     }
 }
@@ -210,6 +212,20 @@ impl ClusterBuilder {
     /// first batch does not start at sequence 0 gets UNKNOWN_PRODUCER_ID (as brokers 1.0–2.4).
     pub fn kafka_version(mut self, version: KafkaVersion) -> Self {
         self.config.kafka_version = version;
+        self
+    }
+
+    /// Partitions of `__consumer_offsets`, which decide each group's coordinator (Kafka's
+    /// `offsets.topic.num.partitions`). Default 50.
+    ///
+    /// # Panics
+    /// If `partitions` is below 1.
+    pub fn offsets_topic_partitions(mut self, partitions: i32) -> Self {
+        assert!(
+            partitions >= 1,
+            "__consumer_offsets needs at least one partition"
+        );
+        self.config.offsets_topic_partitions = partitions;
         self
     }
 

@@ -264,6 +264,17 @@ async fn send_sample(
                 .with_groups_names(vec![GroupId(StrBytes::from_static_str("nope"))]);
             client.send(request, v).await.map(drop)
         }
+        ApiKey::OffsetDelete => {
+            let topic = offset_delete_request::OffsetDeleteRequestTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![
+                    offset_delete_request::OffsetDeleteRequestPartition::default(),
+                ]);
+            let request = OffsetDeleteRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                .with_topics(vec![topic]);
+            client.send(request, v).await.map(drop)
+        }
         _ => return None,
     })
 }

@@ -12,9 +12,7 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{advertised, Ctx};
-use crate::state::coordinator::{
-    coordinator_for, OFFSETS_TOPIC_PARTITIONS, TRANSACTION_STATE_PARTITIONS,
-};
+use crate::state::coordinator::{coordinator_for, TRANSACTION_STATE_PARTITIONS};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = FindCoordinatorRequest::VERSIONS;
@@ -35,7 +33,7 @@ pub fn handle(
         .map(|key| {
             let answer = Coordinator::default().with_key(key.clone());
             let partitions = match request.key_type {
-                0 => OFFSETS_TOPIC_PARTITIONS,
+                0 => ctx.shared.config.offsets_topic_partitions,
                 1 => TRANSACTION_STATE_PARTITIONS,
                 other => {
                     return answer

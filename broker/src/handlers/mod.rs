@@ -24,6 +24,7 @@ pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_commit;
+pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
@@ -34,7 +35,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::cluster::Shared;
 use crate::codec::{CodecError, Request};
-use crate::state::coordinator::{coordinator_for, OFFSETS_TOPIC_PARTITIONS};
+use crate::state::coordinator::coordinator_for;
 
 /// What a handler may see: the cluster, and which broker the request came to.
 #[derive(Debug, Clone, Copy)]
@@ -51,10 +52,11 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Whether this broker coordinates `group_id` (the leader of its `__consumer_offsets`
-    /// partition, as Kafka places it).
+    /// partition, as Kafka places it, with the cluster's `offsets_topic_partitions`).
     pub fn coordinates_group(&self, group_id: &str) -> bool {
         let nodes: Vec<i32> = self.shared.brokers.iter().map(|b| b.node_id).collect();
-        coordinator_for(group_id, OFFSETS_TOPIC_PARTITIONS, &nodes) == self.node_id
+        let partitions = self.shared.config.offsets_topic_partitions;
+        coordinator_for(group_id, partitions, &nodes) == self.node_id
     }
 }
 
@@ -74,6 +76,7 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
     (ApiKey::DescribeGroups, describe_groups::VERSIONS),
     (ApiKey::ListGroups, list_groups::VERSIONS),
     (ApiKey::DeleteGroups, delete_groups::VERSIONS),
+    (ApiKey::OffsetDelete, offset_delete::VERSIONS),
     (ApiKey::ApiVersions, api_versions::VERSIONS),
     (ApiKey::CreateTopics, create_topics::VERSIONS),
     (ApiKey::DeleteTopics, delete_topics::VERSIONS),
@@ -136,6 +139,9 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
             ResponseKind::DescribeGroups(describe_groups::handle(ctx, r, v))
         }
         RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(ctx, r, v)),
+        RequestKind::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(offset_delete::handle(ctx, r, v))
+        }
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(delete_groups::handle(ctx, r, v))
         }

@@ -630,6 +630,14 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::DescribeGroups(r) => r.groups.iter().map(|g| g.error_code).collect(),
         ResponseKind::ListGroups(r) => vec![r.error_code],
         ResponseKind::DeleteGroups(r) => r.results.iter().map(|g| g.error_code).collect(),
+        ResponseKind::OffsetDelete(r) => std::iter::once(r.error_code)
+            .chain(
+                r.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            )
+            .collect(),
         ResponseKind::OffsetForLeaderEpoch(r) => r
             .topics
             .iter()

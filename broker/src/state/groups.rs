@@ -15,6 +15,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafka_protocol::messages::ConsumerProtocolSubscription;
+use kafka_protocol::protocol::Decodable;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -226,6 +228,27 @@ impl Group {
                 )
             })
             .collect()
+    }
+
+    /// Topics the members subscribe to, decoded from their consumer-protocol metadata; `None`
+    /// for a group of another protocol type.
+    pub fn subscribed_topics(&self) -> Option<HashSet<String>> {
+        if self.protocol_type.as_deref() != Some("consumer") {
+            return None;
+        }
+        let mut topics = HashSet::new();
+        for (_, _, _, _, metadata, _) in self.members() {
+            if metadata.len() < 2 {
+                continue;
+            }
+            let mut buf = metadata.clone();
+            let version = bytes::Buf::get_i16(&mut buf);
+            if let Ok(sub) = <ConsumerProtocolSubscription as Decodable>::decode(&mut buf, version)
+            {
+                topics.extend(sub.topics.iter().map(|t| t.as_str().to_owned()));
+            }
+        }
+        Some(topics)
     }
 
     /// Checks that `member_id` (with `instance_id`) is a current member, as Kafka's
@@ -687,6 +710,11 @@ impl Groups {
             return Err(ResponseError::RebalanceInProgress);
         }
         Ok(group)
+    }
+
+    /// The group, to change, if it exists.
+    pub fn get_mut(&mut self, group_id: &str) -> Option<&mut Group> {
+        self.groups.get_mut(group_id)
     }
 
     /// Deletes an Empty group and its offsets.

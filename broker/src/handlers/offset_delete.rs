@@ -1,0 +1,82 @@
+//! OffsetDelete (API key 47), version 0.
+//!
+//! Deletes committed offsets of a group, as Kafka's `GroupCoordinator.handleDeleteOffsets`
+//! (KIP-496): an unknown group gets GROUP_ID_NOT_FOUND; a partition of a topic the group's
+//! consumers subscribe to gets GROUP_SUBSCRIBED_TO_TOPIC; a non-empty group of another
+//! protocol type gets NON_EMPTY_GROUP; partitions of unknown topics get
+//! UNKNOWN_TOPIC_OR_PARTITION. NOT_COORDINATOR on any broker but the group's coordinator.
+//!
+//! Deviations from Apache Kafka: none known.
+
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
+use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+use crate::state::groups::GroupState;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = OffsetDeleteRequest::VERSIONS;
+
+/// Deletes the offsets that may be deleted.
+pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> OffsetDeleteResponse {
+    let group_id = request.group_id.0.as_str();
+    if !ctx.coordinates_group(group_id) {
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::NotCoordinator.code());
+    }
+    let mut state = ctx.shared.state();
+    let known_topics: Vec<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.as_str().to_owned())
+        .filter(|t| state.topics.contains_key(t))
+        .collect();
+    let Some(group) = state
+        .groups
+        .get_mut(group_id)
+        .filter(|g| g.state() != GroupState::Dead)
+    else {
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::GroupIdNotFound.code());
+    };
+    let subscribed = match (group.state(), group.subscribed_topics()) {
+        (GroupState::Empty, _) => Default::default(),
+        (_, Some(topics)) => topics,
+        (_, None) => {
+            return OffsetDeleteResponse::default()
+                .with_error_code(ResponseError::NonEmptyGroup.code())
+        }
+    };
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.as_str();
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let error = if !known_topics.iter().any(|k| k == name) {
+                        Some(ResponseError::UnknownTopicOrPartition)
+                    } else if subscribed.contains(name) {
+                        Some(ResponseError::GroupSubscribedToTopic)
+                    } else {
+                        group.offsets.remove(&(name.to_owned(), p.partition_index));
+                        None
+                    };
+                    OffsetDeleteResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(error.map_or(0, |e| e.code()))
+                })
+                .collect();
+            OffsetDeleteResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetDeleteResponse::default().with_topics(topics)
+}
