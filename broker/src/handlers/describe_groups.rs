@@ -1,7 +1,8 @@
 //! DescribeGroups (API key 15), versions 0–6.
 //!
 //! State, protocol type, protocol and members (ids, client id and host, metadata, assignment)
-//! of each group. A group that does not exist is described as Dead, with GROUP_ID_NOT_FOUND
+//! of each group; protocol, metadata and assignment only while Stable, as Kafka's
+//! `GroupMetadata.summary`. A group that does not exist is described as Dead, with GROUP_ID_NOT_FOUND
 //! from v6 (KIP-1043), as Kafka. NOT_COORDINATOR on any broker but the group's coordinator.
 //!
 //! Deviations from Apache Kafka: no authorized operations are reported.
@@ -44,7 +45,7 @@ pub fn handle(
                 };
             };
             let members = group
-                .members()
+                .described_members()
                 .into_iter()
                 .map(
                     |(member_id, instance, client_id, client_host, metadata, assignment)| {
@@ -65,7 +66,11 @@ pub fn handle(
             described
                 .with_group_state(text(group.state().name().to_owned()))
                 .with_protocol_type(text(group.protocol_type().unwrap_or_default().to_owned()))
-                .with_protocol_data(text(group.protocol_name().unwrap_or_default().to_owned()))
+                .with_protocol_data(text(if group.state() == GroupState::Stable {
+                    group.protocol_name().unwrap_or_default().to_owned()
+                } else {
+                    String::new()
+                }))
                 .with_members(members)
         })
         .collect();

@@ -3,9 +3,9 @@
 //! As Kafka's `KafkaApis.handleOffsetCommitRequest` and `GroupCoordinator.handleCommitOffsets`:
 //! partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest are checked against
 //! the group ([`crate::state::groups::Groups::check_commit`]: UNKNOWN_MEMBER_ID,
-//! FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS; a commit with generation -1
-//! from outside any group is stored while the group is Empty) and metadata over 4096 bytes gets
-//! OFFSET_METADATA_TOO_LARGE. Offsets are stored as sent: a lower offset than the last commit
+//! FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, GROUP_ID_NOT_FOUND from v9;
+//! a commit with generation -1 from outside any group is stored while the group is Empty) and
+//! metadata over 4096 UTF-16 code units gets OFFSET_METADATA_TOO_LARGE. Offsets are stored as sent: a lower offset than the last commit
 //! is accepted, as Kafka accepts it (the ordering checks are where kmock says so).
 //! NOT_COORDINATOR on any broker but the group's coordinator.
 //!
@@ -20,27 +20,43 @@ use kafka_protocol::ResponseError;
 
 use super::Ctx;
 use crate::state::groups::{CommittedOffset, MAX_METADATA_BYTES};
+use crate::state::ClusterState;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = OffsetCommitRequest::VERSIONS;
 
 /// Stores each partition's offset, or answers why not.
-pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, _version: i16) -> OffsetCommitResponse {
+pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, version: i16) -> OffsetCommitResponse {
     let group_id = request.group_id.0.as_str();
     let mut state = ctx.shared.state();
-    let group_error = if ctx.coordinates_group(group_id) {
+    let exists = |state: &crate::state::ClusterState, topic: &str, p: i32| {
         state
-            .groups
-            .check_commit(
-                group_id,
-                request.generation_id_or_member_epoch,
-                request.member_id.as_str(),
-                request.group_instance_id.as_ref().map(StrBytes::as_str),
-            )
-            .err()
-    } else {
-        Some(ResponseError::NotCoordinator)
+            .topics
+            .get(topic)
+            .is_some_and(|t| t.partition(p).is_some())
     };
+    // Partitions of unknown topics are answered before the group is consulted; with none
+    // left, the coordinator is not asked at all (Kafka's KafkaApis.handleOffsetCommitRequest).
+    let any_valid = request.topics.iter().any(|t| {
+        t.partitions
+            .iter()
+            .any(|p| exists(&state, t.name.0.as_str(), p.partition_index))
+    });
+    let group = if !any_valid {
+        Err(ResponseError::UnknownTopicOrPartition)
+    } else if !ctx.coordinates_group(group_id) {
+        Err(ResponseError::NotCoordinator)
+    } else {
+        let ClusterState { groups, .. } = &mut *state;
+        groups.check_commit(
+            group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id.as_str(),
+            request.group_instance_id.as_ref().map(StrBytes::as_str),
+            version,
+        )
+    };
+    let group_error = group.as_ref().err().copied();
     let mut accepted = Vec::new();
     let topics = request
         .topics
@@ -51,19 +67,15 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, _version: i16) -> Off
                 .partitions
                 .iter()
                 .map(|p| {
-                    let exists = state
-                        .topics
-                        .get(name)
-                        .is_some_and(|topic| topic.partition(p.partition_index).is_some());
-                    let too_large = p
-                        .committed_metadata
-                        .as_ref()
-                        .is_some_and(|m| m.len() > MAX_METADATA_BYTES);
-                    let error = if !exists {
+                    let error = if !exists(&state, name, p.partition_index) {
                         Some(ResponseError::UnknownTopicOrPartition)
                     } else if group_error.is_some() {
                         group_error
-                    } else if too_large {
+                    } else if p
+                        .committed_metadata
+                        .as_ref()
+                        .is_some_and(|m| too_large(m.as_str()))
+                    {
                         Some(ResponseError::OffsetMetadataTooLarge)
                     } else {
                         accepted.push((
@@ -89,15 +101,18 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, _version: i16) -> Off
                 .with_partitions(partitions)
         })
         .collect();
-    if !accepted.is_empty() {
-        if let Ok(group) = state.groups.check_commit(
-            group_id,
-            request.generation_id_or_member_epoch,
-            request.member_id.as_str(),
-            request.group_instance_id.as_ref().map(StrBytes::as_str),
-        ) {
-            group.offsets.extend(accepted);
-        }
+    if let Some(group) = state
+        .groups
+        .get_mut(group_id)
+        .filter(|_| group_error.is_none())
+    {
+        group.offsets.extend(accepted);
     }
     OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Kafka compares the metadata's length in UTF-16 code units (Java's `String.length`) with
+/// `offset.metadata.max.bytes`.
+fn too_large(metadata: &str) -> bool {
+    metadata.encode_utf16().count() > MAX_METADATA_BYTES
 }

@@ -207,6 +207,23 @@ impl Group {
     }
 
     /// `(member id, instance id, client id, client host, metadata of the chosen protocol,
+    /// assignment)` of every member, as DescribeGroups tells them: metadata and assignment only
+    /// while Stable (Kafka's `GroupMetadata.summary`).
+    pub fn described_members(&self) -> Vec<(String, Option<String>, String, String, Bytes, Bytes)> {
+        let stable = self.state == GroupState::Stable;
+        self.members()
+            .into_iter()
+            .map(|(id, instance, client, host, metadata, assignment)| {
+                if stable {
+                    (id, instance, client, host, metadata, assignment)
+                } else {
+                    (id, instance, client, host, Bytes::new(), Bytes::new())
+                }
+            })
+            .collect()
+    }
+
+    /// `(member id, instance id, client id, client host, metadata of the chosen protocol,
     /// assignment)` of every member.
     pub fn members(&self) -> Vec<(String, Option<String>, String, String, Bytes, Bytes)> {
         self.members
@@ -252,7 +269,8 @@ impl Group {
     }
 
     /// Checks that `member_id` (with `instance_id`) is a current member, as Kafka's
-    /// `validateCurrentMember`.
+    /// `ClassicGroup.validateMember`: an instance id no member owns is UNKNOWN_MEMBER_ID, one
+    /// owned by another member id FENCED_INSTANCE_ID.
     fn check_member(
         &self,
         member_id: &str,
@@ -264,8 +282,10 @@ impl Group {
                 .iter()
                 .find(|(_, m)| m.group_instance_id.as_deref() == Some(instance))
                 .map(|(id, _)| id.as_str());
-            if owner.is_some_and(|owner| owner != member_id) {
-                return Err(ResponseError::FencedInstanceId);
+            match owner {
+                None => return Err(ResponseError::UnknownMemberId),
+                Some(owner) if owner != member_id => return Err(ResponseError::FencedInstanceId),
+                Some(_) => {}
             }
         }
         self.members
@@ -440,7 +460,10 @@ impl Groups {
             return fail(ResponseError::UnknownMemberId);
         }
         self.next_member += 1;
-        let fresh_id = format!("{}-{:016x}", req.client_id, self.next_member);
+        // Kafka prefixes a static member's id with its instance id, a dynamic one's with the
+        // client id.
+        let prefix = req.group_instance_id.as_deref().unwrap_or(&req.client_id);
+        let fresh_id = format!("{prefix}-{:016x}", self.next_member);
         let group = self
             .groups
             .entry(req.group_id.clone())
@@ -486,11 +509,22 @@ impl Groups {
             let member = &group.members[&member_id];
             let unchanged = member.protocols == req.protocols;
             let is_leader = group.leader.as_deref() == Some(member_id.as_str());
-            // A follower rejoining with nothing changed gets the current generation back.
+            // A member rejoining with nothing changed gets the current generation back (the
+            // leader with every member's metadata again) before the assignment is out, and a
+            // follower after it too (Kafka's `doCurrentMemberJoinGroup`).
             if unchanged
                 && (group.state == GroupState::CompletingRebalance
                     || (group.state == GroupState::Stable && !is_leader))
             {
+                let members = if is_leader {
+                    group
+                        .members()
+                        .into_iter()
+                        .map(|(id, instance, _, _, metadata, _)| (id, instance, metadata))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 return Pending::Now(JoinResult {
                     error: None,
                     generation_id: group.generation_id,
@@ -498,7 +532,7 @@ impl Groups {
                     protocol_name: group.protocol_name.clone(),
                     leader: group.leader.clone().unwrap_or_default(),
                     member_id,
-                    members: Vec::new(),
+                    members,
                 });
             }
         }
@@ -650,6 +684,11 @@ impl Groups {
         members
             .iter()
             .map(|(member_id, instance)| {
+                // A member id handed out with MEMBER_ID_REQUIRED that never joined.
+                if group.pending.remove(member_id).is_some() {
+                    group.try_complete_join(now, false);
+                    return Ok(());
+                }
                 // A static member may leave by instance id alone (KIP-345).
                 let id = match (member_id.as_str(), instance) {
                     ("", Some(instance)) => group
@@ -669,18 +708,20 @@ impl Groups {
             .collect()
     }
 
-    /// Checks an OffsetCommit against the group, as Kafka's `validateOffsetCommit` (and
-    /// REBALANCE_IN_PROGRESS while CompletingRebalance); creates the group for a commit from
-    /// outside any group (generation -1, no member), as Kafka does.
+    /// Checks an OffsetCommit (at `version`) against the group, as Kafka's
+    /// `validateOffsetCommit` (and REBALANCE_IN_PROGRESS while CompletingRebalance); creates
+    /// the group for a commit from outside any group (generation -1), as Kafka does.
     ///
     /// # Errors
-    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS.
+    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, and
+    /// from v9 GROUP_ID_NOT_FOUND for a generation of a group that does not exist.
     pub fn check_commit(
         &mut self,
         group_id: &str,
         generation_id: i32,
         member_id: &str,
         instance_id: Option<&str>,
+        version: i16,
     ) -> Result<&mut Group, ResponseError> {
         if group_id.is_empty() {
             return Err(ResponseError::InvalidGroupId);
@@ -689,7 +730,11 @@ impl Groups {
             // A group Kafka does not know: a commit from outside group management (generation
             // -1) creates it; any other is from a generation that no longer exists.
             if generation_id >= 0 {
-                return Err(ResponseError::IllegalGeneration);
+                return Err(if version >= 9 {
+                    ResponseError::GroupIdNotFound
+                } else {
+                    ResponseError::IllegalGeneration
+                });
             }
             return Ok(self
                 .groups
