@@ -36,6 +36,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: SyncGroupRequest, version: i16) -> S
                 .iter()
                 .map(|a| (a.member_id.as_str().to_owned(), a.assignment.clone()))
                 .collect(),
+            tokio::time::Instant::now(),
         );
         match pending {
             Pending::Now(result) => result,

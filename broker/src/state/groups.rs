@@ -537,6 +537,10 @@ impl Groups {
             }
         }
         let (tx, rx) = oneshot::channel();
+        // The first member to join leads (Kafka's `GroupMetadata.add`).
+        if group.leader.is_none() {
+            group.leader = Some(member_id.clone());
+        }
         let member = group.members.entry(member_id).or_insert_with(|| Member {
             group_instance_id: req.group_instance_id.clone(),
             client_id: req.client_id.clone(),
@@ -577,6 +581,7 @@ impl Groups {
         protocol_type: Option<&str>,
         protocol_name: Option<&str>,
         assignments: Vec<(String, Bytes)>,
+        now: Instant,
     ) -> Pending<SyncResult> {
         let Some(group) = self.groups.get_mut(group_id) else {
             return Pending::Now(Err(ResponseError::UnknownMemberId));
@@ -609,7 +614,12 @@ impl Groups {
                 Pending::Now(Err(ResponseError::UnknownMemberId))
             }
             GroupState::PreparingRebalance => Pending::Now(Err(ResponseError::RebalanceInProgress)),
-            GroupState::Stable => Pending::Now(Ok(answer(group, member_id))),
+            GroupState::Stable => {
+                if let Some(member) = group.members.get_mut(member_id) {
+                    member.last_heartbeat = now;
+                }
+                Pending::Now(Ok(answer(group, member_id)))
+            }
             GroupState::CompletingRebalance => {
                 let (tx, rx) = oneshot::channel();
                 if let Some(member) = group.members.get_mut(member_id) {
@@ -624,12 +634,12 @@ impl Groups {
                     let ids: Vec<String> = group.members.keys().cloned().collect();
                     for id in ids {
                         let reply = answer(group, &id);
-                        if let Some(w) = group
-                            .members
-                            .get_mut(&id)
-                            .and_then(|m| m.awaiting_sync.take())
-                        {
-                            let _ = w.send(Ok(reply));
+                        // An answered member's session starts again (Kafka's propagateAssignment).
+                        if let Some(member) = group.members.get_mut(&id) {
+                            member.last_heartbeat = now;
+                            if let Some(w) = member.awaiting_sync.take() {
+                                let _ = w.send(Ok(reply));
+                            }
                         }
                     }
                 }
@@ -781,7 +791,12 @@ impl Groups {
     /// passed. Called by the cluster every few milliseconds.
     pub fn tick(&mut self, now: Instant) {
         for group in self.groups.values_mut() {
+            let pending_before = group.pending.len();
             group.pending.retain(|_, expiry| *expiry > now);
+            if group.pending.len() < pending_before {
+                // An unused MEMBER_ID_REQUIRED id no longer holds the rebalance up.
+                group.try_complete_join(now, false);
+            }
             let expired: Vec<String> = group
                 .members
                 .iter()
