@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::Error;
+use crate::faults::{Rule, RuleStats, Rules};
 use crate::journal::{Entry, Journal, JournalError, JournalSnapshot, Sink};
 use crate::state::ClusterState;
 use std::io::Write;
@@ -87,6 +88,7 @@ pub(crate) struct Config {
     pub kafka_version: KafkaVersion,
     pub journal_capacity: usize,
     pub offsets_topic_partitions: i32,
+    pub seed: u64,
 }
 
 impl Default for Config {
@@ -103,6 +105,7 @@ impl Default for Config {
             kafka_version: KafkaVersion::LATEST,
             journal_capacity: crate::journal::DEFAULT_CAPACITY,
             offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,
+            seed: 0,
         }
     }
 }
@@ -117,6 +120,8 @@ pub(crate) struct Shared {
     pub data_arrived: Notify,
     /// Every request, in arrival order.
     pub journal: Journal,
+    /// Fault rules in force.
+    rules: Mutex<Rules>,
     next_connection_id: AtomicU64,
 }
 
@@ -125,6 +130,14 @@ impl Shared {
     /// the state is still consistent between requests, so the lock is taken regardless.
     pub fn state(&self) -> MutexGuard<'_, ClusterState> {
         self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Locks the fault rules. Lock order: journal, then rules; nothing holds the rules lock
+    /// while taking another.
+    pub fn rules(&self) -> MutexGuard<'_, Rules> {
+        self.rules
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -215,6 +228,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Seed of the generator behind `Rule::probability`: the same seed gives the same fault
+    /// schedule for the same request sequence. Default 0.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
     /// Partitions of `__consumer_offsets`, which decide each group's coordinator (Kafka's
     /// `offsets.topic.num.partitions`). Default 50.
     ///
@@ -289,12 +309,14 @@ impl ClusterBuilder {
                 .map_err(|e| Error::Topic(e.message))?;
         }
         let journal = Journal::new(config.journal_capacity, journal_sink);
+        let seed = config.seed;
         let shared = Arc::new(Shared {
             config,
             brokers,
             state: Mutex::new(state),
             data_arrived: Notify::new(),
             journal,
+            rules: Mutex::new(Rules::new(seed)),
             next_connection_id: AtomicU64::new(0),
         });
         let shutdown = CancellationToken::new();
@@ -347,8 +369,45 @@ struct Inner {
 }
 
 impl Drop for Inner {
+    /// Stops the cluster, and panics if a rule's expectation is unmet (unless the thread is
+    /// already panicking), so a test that forgot `verify()` still fails.
     fn drop(&mut self) {
         self.shutdown.cancel();
+        if !std::thread::panicking() {
+            if let Err(unmet) = self.shared.rules().verify() {
+                panic!("kmock fault expectations not met:\n{unmet}");
+            }
+        }
+    }
+}
+
+/// A rule in force: read its counters, or remove it.
+#[derive(Debug, Clone)]
+pub struct RuleHandle {
+    id: u64,
+    shared: Arc<Shared>,
+}
+
+impl RuleHandle {
+    /// The rule's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// How often the rule has fired.
+    pub fn fired(&self) -> u64 {
+        self.shared.rules().stats(self.id).map_or(0, |s| s.fired)
+    }
+
+    /// How many requests the rule has matched (fired or not).
+    pub fn matched(&self) -> u64 {
+        self.shared.rules().stats(self.id).map_or(0, |s| s.matched)
+    }
+
+    /// Takes the rule out of force; `false` if it was already removed. Its expectation is
+    /// still checked.
+    pub fn remove(&self) -> bool {
+        self.shared.rules().remove(self.id)
     }
 }
 
@@ -386,6 +445,37 @@ impl Cluster {
     pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
         let state = self.inner.shared.state();
         Some(state.topics.get(topic)?.partition(partition)?.leader)
+    }
+
+    /// Puts a fault rule in force from the next request on.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a rule without an action, or an `error` action on an API whose
+    /// answers kmock cannot build with an error yet.
+    pub fn add_rule(&self, rule: Rule) -> Result<RuleHandle, Error> {
+        let id = self.inner.shared.rules().add(rule).map_err(Error::Config)?;
+        Ok(RuleHandle {
+            id,
+            shared: Arc::clone(&self.inner.shared),
+        })
+    }
+
+    /// Every rule in force, with how often each matched and fired.
+    pub fn rules(&self) -> Vec<RuleStats> {
+        self.inner.shared.rules().list()
+    }
+
+    /// Checks every rule's `expect(…)`.
+    ///
+    /// # Errors
+    /// [`Error::Expectation`] listing each rule that fired a number of times outside its
+    /// expectation, with how often it fired and the journal entries it fired on.
+    pub fn verify(&self) -> Result<(), Error> {
+        self.inner
+            .shared
+            .rules()
+            .verify()
+            .map_err(Error::Expectation)
     }
 
     /// A copy of the journal now: every request received, in arrival order.

@@ -17,6 +17,9 @@ pub enum Error {
     /// A setting is invalid.
     #[error("invalid setting: {0}")]
     Config(String),
+    /// Fault rules fired a number of times outside their expectations.
+    #[error("fault expectations not met:\n{0}")]
+    Expectation(String),
     /// A topic could not be created.
     #[error("cannot create topic: {0}")]
     Topic(String),

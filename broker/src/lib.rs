@@ -42,14 +42,20 @@ mod cluster;
 mod codec;
 mod connection;
 mod error;
+mod faults;
 mod handlers;
 pub mod journal;
 mod server;
 mod state;
 
-pub use cluster::{BrokerInfo, Cluster, ClusterBuilder, KafkaVersion};
+pub use cluster::{BrokerInfo, Cluster, ClusterBuilder, KafkaVersion, RuleHandle};
 pub use error::Error;
+pub use faults::{Action, Rule, RuleStats};
 pub use journal::{Entry, JournalSnapshot};
+/// Kafka's API keys, to name the API a [`Rule`] is for.
+pub use kafka_protocol::messages::ApiKey;
+/// Kafka's error codes, for [`Rule::error`].
+pub use kafka_protocol::ResponseError;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

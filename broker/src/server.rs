@@ -19,12 +19,15 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::cluster::Shared;
+use crate::codec::CodecError;
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
+use crate::faults::{self, Fired};
 use crate::handlers::{self, Answer, Ctx};
 use crate::journal::summary::{self, RequestSummary, ResponseSummary};
 use crate::journal::{Arrival, Entry};
 use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::ResponseKind;
 
 /// Frames read ahead of the one being handled before the reader stops reading: backpressure.
 const READ_AHEAD: usize = 64;
@@ -78,7 +81,7 @@ async fn run_connection(
     let _ = stream.set_nodelay(true);
     tracing::debug!(parent: &span, "connection opened");
     let (read_half, write_half) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<(u64, Decoded, u32)>(READ_AHEAD);
+    let (tx, mut rx) = mpsc::channel::<(u64, Decoded, u32, Fired)>(READ_AHEAD);
     let read_ahead = Semaphore::new(READ_AHEAD_BYTES);
     let arrival = Arrival {
         broker: node_id,
@@ -117,9 +120,12 @@ async fn run_connection(
             let peek = codec::peek_header(&frame).ok();
             match codec::decode_request(frame, handlers::supported_versions) {
                 Ok(decoded) => {
-                    let seq =
-                        journal.append(&arrival, |entry| record_request(entry, &decoded, &shared));
-                    if let Err(unsent) = tx.send((seq, decoded, cost)).await {
+                    let mut fired = Fired::default();
+                    let seq = journal.append(&arrival, |entry| {
+                        record_request(entry, &decoded, &shared);
+                        fired = shared.rules().apply(entry);
+                    });
+                    if let Err(unsent) = tx.send((seq, decoded, cost, fired)).await {
                         journal.finish(unsent.0 .0, |_| {});
                         break;
                     }
@@ -152,7 +158,7 @@ async fn run_connection(
             client_id: "",
         };
         loop {
-            let (seq, decoded, cost) = tokio::select! {
+            let (seq, decoded, cost, fired) = tokio::select! {
                 () = close.cancelled() => break,
                 next = rx.recv() => match next {
                     Some(next) => next,
@@ -160,39 +166,24 @@ async fn run_connection(
                 },
             };
             read_ahead.add_permits(cost as usize);
-            let answer = match decoded {
-                Decoded::Request(request) => {
-                    let (api, version) = (request.api_key, request.version);
-                    let correlation_id = request.header.correlation_id;
-                    let handled = tokio::select! {
-                        () = close.cancelled() => {
-                            journal.finish(seq, |_| {});
-                            break;
-                        }
-                        handled = handlers::handle(&ctx, *request) => handled,
-                    };
-                    match handled {
-                        Ok(Answer::Respond(body)) => Ok((api, version, correlation_id, body)),
-                        Ok(Answer::Nothing) => {
-                            journal.finish(seq, |_| {});
-                            continue;
-                        }
-                        Ok(Answer::Close(reason)) => {
-                            journal.finish(seq, |_| {});
-                            tracing::debug!(parent: &span, seq, "closing connection: {reason}");
-                            break;
-                        }
-                        Err(e) => Err(e),
-                    }
+            let answer = tokio::select! {
+                () = close.cancelled() => Outcome::Close("shutting down".into()),
+                outcome = answer(&ctx, decoded, &fired) => outcome,
+            };
+            let answer = match answer {
+                Outcome::Write(api, version, correlation_id, body) => {
+                    Ok((api, version, correlation_id, body))
                 }
-                Decoded::ApiVersionsFallback {
-                    correlation_id,
-                    version,
-                } => {
-                    tracing::debug!(parent: &span, version, "ApiVersions version unknown: answering v0");
-                    let body = handlers::api_versions::unsupported_version_answer();
-                    Ok((ApiKey::ApiVersions, 0, correlation_id, Box::new(body)))
+                Outcome::Unanswered => {
+                    journal.finish(seq, |_| {});
+                    continue;
                 }
+                Outcome::Close(reason) => {
+                    journal.finish(seq, |_| {});
+                    tracing::debug!(parent: &span, seq, "closing connection: {reason}");
+                    break;
+                }
+                Outcome::Failed(e) => Err(e),
             };
             let written = match answer.and_then(|(api, version, correlation_id, body)| {
                 codec::encode_response(api, version, correlation_id, &body)
@@ -233,10 +224,79 @@ async fn run_connection(
 
     tokio::join!(reader, processor);
     // Requests read but never handled: complete their entries, unanswered.
-    while let Ok((seq, _, _)) = rx.try_recv() {
+    while let Ok((seq, ..)) = rx.try_recv() {
         journal.finish(seq, |_| {});
     }
     tracing::debug!(parent: &span, "connection closed");
+}
+
+/// What happens to one request once it has been handled.
+enum Outcome {
+    /// Write this answer.
+    Write(ApiKey, i16, i32, Box<ResponseKind>),
+    /// Answer nothing and go on with the next request (acks = 0, silence).
+    Unanswered,
+    /// Close the connection without answering.
+    Close(String),
+    /// The request cannot be answered; close the connection.
+    Failed(CodecError),
+}
+
+/// Handles one decoded request with the faults that fired on it: `delay` first, then
+/// `disconnect` (before applying) or `error` (instead of applying), else the handler; then
+/// `throttle`, `delay_response`, and `disconnect_after_apply` or `silence` (applied, not
+/// answered).
+async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
+    if !fired.delay.is_zero() {
+        tokio::time::sleep(fired.delay).await;
+    }
+    if fired.disconnect {
+        return Outcome::Close("fault: disconnect before applying".into());
+    }
+    let (api, version, correlation_id, mut body) = match decoded {
+        Decoded::Request(request) => {
+            let (api, version) = (request.api_key, request.version);
+            let correlation_id = request.header.correlation_id;
+            let injected = fired
+                .error
+                .and_then(|e| faults::error_response(&request.body, version, e));
+            let body = match injected {
+                Some(body) => body,
+                None => match handlers::handle(ctx, *request).await {
+                    Ok(Answer::Respond(body)) => *body,
+                    Ok(Answer::Nothing) => return Outcome::Unanswered,
+                    Ok(Answer::Close(reason)) => return Outcome::Close(reason),
+                    Err(e) => return Outcome::Failed(e),
+                },
+            };
+            (api, version, correlation_id, body)
+        }
+        Decoded::ApiVersionsFallback {
+            correlation_id,
+            version,
+        } => {
+            tracing::debug!(version, "ApiVersions version unknown: answering v0");
+            let body = handlers::api_versions::unsupported_version_answer();
+            (ApiKey::ApiVersions, 0, correlation_id, body)
+        }
+    };
+    if let Some(throttle) = fired.throttle {
+        faults::with_throttle(
+            &mut body,
+            version,
+            throttle.as_millis().min(i32::MAX as u128) as i32,
+        );
+    }
+    if !fired.delay_response.is_zero() {
+        tokio::time::sleep(fired.delay_response).await;
+    }
+    if fired.disconnect_after_apply {
+        return Outcome::Close("fault: disconnect after applying".into());
+    }
+    if fired.silence {
+        return Outcome::Unanswered;
+    }
+    Outcome::Write(api, version, correlation_id, Box::new(body))
 }
 
 /// Kafka's name of an API key, or `Unknown(<key>)`.

@@ -105,6 +105,25 @@ impl Entry {
         topics
     }
 
+    /// The transactional id the request carries (Produce, InitProducerId).
+    pub fn transactional_id(&self) -> Option<&str> {
+        match &self.request {
+            Some(RequestSummary::Produce(s)) => s.transactional_id.as_deref(),
+            Some(RequestSummary::InitProducerId(s)) => s.transactional_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The producer ids of a Produce request's batches (-1 for non-idempotent ones).
+    pub fn producer_ids(&self) -> Vec<i64> {
+        match &self.request {
+            Some(RequestSummary::Produce(s)) => {
+                s.partitions.iter().map(|p| p.producer_id).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// The consumer groups the request is about (group APIs), empty for other APIs.
     pub fn groups(&self) -> Vec<&str> {
         match &self.request {

@@ -1,0 +1,267 @@
+//! Error answers for the `error(code)` action, with the error where Kafka puts it — per
+//! partition for Produce, Fetch, ListOffsets and OffsetCommit, per topic for Metadata, per
+//! group or key for the batched forms, top level otherwise — and the `throttle` action.
+
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+/// The APIs `error(code)` can answer.
+const ERROR_APIS: &[ApiKey] = &[
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::Metadata,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::FindCoordinator,
+    ApiKey::JoinGroup,
+    ApiKey::SyncGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::InitProducerId,
+];
+
+/// Whether `error(code)` can answer requests of `api`.
+pub(crate) fn supports_error(api: ApiKey) -> bool {
+    ERROR_APIS.contains(&api)
+}
+
+/// The answer to `request` (at `version`) carrying `error`, or `None` for an API not in
+/// [`supports_error`].
+pub(crate) fn error_response(
+    request: &RequestKind,
+    version: i16,
+    error: ResponseError,
+) -> Option<ResponseKind> {
+    let code = error.code();
+    Some(match request {
+        RequestKind::Produce(r) => ResponseKind::Produce(
+            ProduceResponse::default().with_responses(
+                r.topic_data
+                    .iter()
+                    .map(|t| {
+                        TopicProduceResponse::default()
+                            .with_name(t.name.clone())
+                            .with_topic_id(t.topic_id)
+                            .with_partition_responses(
+                                t.partition_data
+                                    .iter()
+                                    .map(|p| {
+                                        PartitionProduceResponse::default()
+                                            .with_index(p.index)
+                                            .with_error_code(code)
+                                            .with_base_offset(-1)
+                                            .with_log_append_time_ms(-1)
+                                            .with_log_start_offset(-1)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::Fetch(r) => {
+            let session_error = matches!(
+                error,
+                ResponseError::FetchSessionIdNotFound | ResponseError::InvalidFetchSessionEpoch
+            );
+            if session_error && version >= 7 {
+                return Some(ResponseKind::Fetch(
+                    FetchResponse::default().with_error_code(code),
+                ));
+            }
+            ResponseKind::Fetch(
+                FetchResponse::default().with_responses(
+                    r.topics
+                        .iter()
+                        .map(|t| {
+                            FetchableTopicResponse::default()
+                                .with_topic(t.topic.clone())
+                                .with_topic_id(t.topic_id)
+                                .with_partitions(
+                                    t.partitions
+                                        .iter()
+                                        .map(|p| {
+                                            PartitionData::default()
+                                                .with_partition_index(p.partition)
+                                                .with_error_code(code)
+                                                .with_high_watermark(-1)
+                                                .with_last_stable_offset(-1)
+                                                .with_log_start_offset(-1)
+                                                .with_records(Some(Default::default()))
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                ),
+            )
+        }
+        RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(
+            ListOffsetsResponse::default().with_topics(
+                r.topics
+                    .iter()
+                    .map(|t| {
+                        ListOffsetsTopicResponse::default()
+                            .with_name(t.name.clone())
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        ListOffsetsPartitionResponse::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_error_code(code)
+                                            .with_timestamp(-1)
+                                            .with_offset(-1)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::Metadata(r) => ResponseKind::Metadata(
+            MetadataResponse::default().with_topics(
+                r.topics
+                    .iter()
+                    .flatten()
+                    .map(|t| {
+                        MetadataResponseTopic::default()
+                            .with_name(t.name.clone())
+                            .with_topic_id(t.topic_id)
+                            .with_error_code(code)
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(
+            OffsetCommitResponse::default().with_topics(
+                r.topics
+                    .iter()
+                    .map(|t| {
+                        OffsetCommitResponseTopic::default()
+                            .with_name(t.name.clone())
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        OffsetCommitResponsePartition::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_error_code(code)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::OffsetFetch(r) if version >= 8 => ResponseKind::OffsetFetch(
+            OffsetFetchResponse::default().with_groups(
+                r.groups
+                    .iter()
+                    .map(|g| {
+                        OffsetFetchResponseGroup::default()
+                            .with_group_id(g.group_id.clone())
+                            .with_error_code(code)
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::OffsetFetch(_) => {
+            ResponseKind::OffsetFetch(OffsetFetchResponse::default().with_error_code(code))
+        }
+        RequestKind::FindCoordinator(r) if version >= 4 => ResponseKind::FindCoordinator(
+            FindCoordinatorResponse::default().with_coordinators(
+                r.coordinator_keys
+                    .iter()
+                    .map(|k| {
+                        Coordinator::default()
+                            .with_key(k.clone())
+                            .with_node_id(BrokerId(-1))
+                            .with_port(-1)
+                            .with_error_code(code)
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::FindCoordinator(_) => ResponseKind::FindCoordinator(
+            FindCoordinatorResponse::default()
+                .with_error_code(code)
+                .with_node_id(BrokerId(-1))
+                .with_port(-1),
+        ),
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(
+            JoinGroupResponse::default()
+                .with_error_code(code)
+                .with_generation_id(-1)
+                .with_protocol_name((version < 7).then(StrBytes::default))
+                .with_member_id(r.member_id.clone()),
+        ),
+        RequestKind::SyncGroup(_) => {
+            ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(code))
+        }
+        RequestKind::Heartbeat(_) => {
+            ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))
+        }
+        RequestKind::LeaveGroup(_) => {
+            ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(code))
+        }
+        RequestKind::InitProducerId(_) => ResponseKind::InitProducerId(
+            InitProducerIdResponse::default()
+                .with_error_code(code)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        ),
+        _ => return None,
+    })
+}
+
+/// Sets the answer's throttle time, where the version has the field (left unchanged where it
+/// has not).
+pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_ms: i32) {
+    macro_rules! set {
+        ($r:expr, $min:expr) => {
+            if version >= $min {
+                $r.throttle_time_ms = throttle_ms;
+            }
+        };
+    }
+    match response {
+        ResponseKind::Produce(r) => set!(r, 1),
+        ResponseKind::Fetch(r) => set!(r, 1),
+        ResponseKind::ListOffsets(r) => set!(r, 2),
+        ResponseKind::Metadata(r) => set!(r, 3),
+        ResponseKind::OffsetCommit(r) => set!(r, 3),
+        ResponseKind::OffsetFetch(r) => set!(r, 3),
+        ResponseKind::FindCoordinator(r) => set!(r, 1),
+        ResponseKind::JoinGroup(r) => set!(r, 2),
+        ResponseKind::Heartbeat(r) => set!(r, 1),
+        ResponseKind::LeaveGroup(r) => set!(r, 1),
+        ResponseKind::SyncGroup(r) => set!(r, 1),
+        ResponseKind::DescribeGroups(r) => set!(r, 1),
+        ResponseKind::ListGroups(r) => set!(r, 1),
+        ResponseKind::ApiVersions(r) => set!(r, 1),
+        ResponseKind::CreateTopics(r) => set!(r, 2),
+        ResponseKind::DeleteTopics(r) => set!(r, 1),
+        ResponseKind::InitProducerId(r) => set!(r, 0),
+        ResponseKind::OffsetForLeaderEpoch(r) => set!(r, 2),
+        ResponseKind::DescribeConfigs(r) => set!(r, 0),
+        ResponseKind::CreatePartitions(r) => set!(r, 0),
+        ResponseKind::DescribeCluster(r) => set!(r, 0),
+        ResponseKind::DeleteGroups(r) => set!(r, 0),
+        ResponseKind::OffsetDelete(r) => set!(r, 0),
+        _ => {}
+    }
+}
