@@ -50,7 +50,7 @@ mod state;
 
 pub use cluster::{BrokerInfo, Cluster, ClusterBuilder, KafkaVersion, RuleHandle};
 pub use error::Error;
-pub use faults::{Action, Rule, RuleStats};
+pub use faults::{Action, Rule, RuleStats, Times};
 pub use journal::{Entry, JournalSnapshot};
 /// Kafka's API keys, to name the API a [`Rule`] is for.
 pub use kafka_protocol::messages::ApiKey;

@@ -275,10 +275,12 @@ impl Rule {
         self
     }
 
-    /// Expects the rule to fire a number of times within `range`, checked by
-    /// [`crate::Cluster::verify`] and when the cluster is dropped.
-    pub fn expect(mut self, range: impl RangeBounds<u64>) -> Self {
-        self.expect = Some((range.start_bound().cloned(), range.end_bound().cloned()));
+    /// Expects the rule to fire exactly `n` times (`expect(1)`) or a number of times within a
+    /// range (`expect(1..)`, `expect(..=3)`), checked by [`crate::Cluster::verify`] and when the
+    /// cluster is dropped.
+    pub fn expect(mut self, times: impl Into<Times>) -> Self {
+        let times = times.into();
+        self.expect = Some((times.0, times.1));
         self
     }
 
@@ -320,6 +322,35 @@ impl Rule {
                 .is_none_or(|p| entry.producer_ids().contains(&p))
     }
 }
+
+/// How many times a rule is expected to fire: a number or any range of `u64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Times(Bound<u64>, Bound<u64>);
+
+impl From<u64> for Times {
+    fn from(n: u64) -> Self {
+        Self(Bound::Included(n), Bound::Included(n))
+    }
+}
+
+macro_rules! times_from_range {
+    ($($range:ty),*) => {$(
+        impl From<$range> for Times {
+            fn from(range: $range) -> Self {
+                Self(range.start_bound().cloned(), range.end_bound().cloned())
+            }
+        }
+    )*};
+}
+
+times_from_range!(
+    std::ops::Range<u64>,
+    std::ops::RangeInclusive<u64>,
+    std::ops::RangeFrom<u64>,
+    std::ops::RangeTo<u64>,
+    std::ops::RangeToInclusive<u64>,
+    std::ops::RangeFull
+);
 
 /// A rule in force, with its counters.
 #[derive(Debug)]
