@@ -1,0 +1,207 @@
+//! librdkafka's idempotent producer when answers are lost: kmock appends the batch of every 50th
+//! Produce request, then closes the connection without answering. The producer retries, kmock
+//! answers each retry as a duplicate with the original offset (as Kafka does), and each
+//! partition holds every message once, in the order produced.
+
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use kmock::journal::{JournalSnapshot, ProduceBatch, ProducePartition};
+use kmock::{ApiKey, Rule};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+const MESSAGES: usize = 5_000;
+const PARTITIONS: i32 = 3;
+
+/// One line per batch: its journal entry (seq, conn, api, faults, response), header and answer.
+fn describe<'a>(batches: impl IntoIterator<Item = &'a ProduceBatch>) -> String {
+    let line = |ProduceBatch { entry: e, batch: b }: &ProduceBatch| {
+        format!(
+            "  seq {} conn {} broker {} {:?}: {}/{} producer {}/{} base_sequence {} \
+             record_count {} base_offset {:?} error_code {:?} faults {:?} response {:?}",
+            e.seq,
+            e.conn,
+            e.broker,
+            e.api,
+            b.topic,
+            b.partition,
+            b.producer_id,
+            b.producer_epoch,
+            b.base_sequence,
+            b.record_count,
+            b.base_offset,
+            b.error_code,
+            e.faults,
+            e.response
+        )
+    };
+    batches.into_iter().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// Every batch whose answer was lost is retried: the first later answered batch with the same
+/// header is a duplicate, answered NONE with the offset `stored_at(partition, base_sequence)`.
+fn check_retries(
+    journal: &JournalSnapshot,
+    stored_at: impl Fn(i32, i32) -> Option<i64>,
+) -> Result<usize, String> {
+    let batches = journal.produce_batches();
+    // A batch's identity: its header, without the answer.
+    let id = |b: &ProduceBatch| ProducePartition {
+        base_offset: None,
+        error_code: None,
+        ..b.batch.clone()
+    };
+    let same = |a: &ProduceBatch, b: &ProduceBatch| id(a) == id(b);
+    let mut lost = 0;
+    for (i, b) in batches.iter().enumerate() {
+        if b.entry.faults.is_empty() {
+            continue;
+        }
+        lost += 1;
+        let attempts: Vec<&ProduceBatch> = batches.iter().filter(|r| same(b, r)).collect();
+        let expected = stored_at(b.batch.partition, b.batch.base_sequence);
+        let retry = batches[i + 1..]
+            .iter()
+            .find(|r| same(b, r) && r.entry.response.is_some());
+        let ok = b.entry.response.is_none()
+            && retry
+                .is_some_and(|r| (r.batch.base_offset, r.batch.error_code) == (expected, Some(0)));
+        if !ok {
+            return Err(format!(
+                "batch at seq {} lost its answer; expected it unanswered, then a later attempt \
+                 answered (base_offset, error_code) = ({expected:?}, Some(0)), the offset the \
+                 log holds its first message at. First answered retry: {:?}. Every attempt:\n{}",
+                b.entry.seq,
+                retry.map(|r| r.entry.seq),
+                describe(attempts)
+            ));
+        }
+    }
+    Ok(lost)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_producer_survives_lost_answers_and_every_message_is_stored_once_in_order() {
+    let cluster = kmock::Cluster::builder().brokers(3).topic("t", PARTITIONS);
+    let cluster = cluster.start().await.unwrap();
+    let rule = Rule::on(ApiKey::Produce).every(50).disconnect_after_apply();
+    let lost = cluster.add_rule(rule).unwrap();
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", cluster.bootstrap())
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "20")
+        .set("message.timeout.ms", "60000")
+        .create()
+        .unwrap();
+    // Enqueued one at a time in number order, so each partition's production order is the
+    // order of the numbers sent to it.
+    let deliveries: Vec<_> = (0..MESSAGES)
+        .map(|i| {
+            let (key, value) = (format!("key-{}", i % 997), i.to_string());
+            let record = FutureRecord::to("t").key(&key).payload(&value);
+            producer
+                .send_result(record)
+                .unwrap_or_else(|(e, _)| panic!("message {i} not queued: {e}"))
+        })
+        .collect();
+    let mut delivered = vec![(0, 0); MESSAGES];
+    // Message numbers sent to each partition, in production order: index = producer sequence.
+    let mut produced = vec![Vec::new(); PARTITIONS as usize];
+    for (i, result) in join_all(deliveries).await.into_iter().enumerate() {
+        let d = result
+            .unwrap()
+            .unwrap_or_else(|(e, _)| panic!("message {i} not delivered: {e}"));
+        delivered[i] = (d.partition, d.offset);
+        produced[d.partition as usize].push(i);
+    }
+    let fired = lost.fired();
+    assert!(fired >= 3, "the rule fired {fired} times, not 3 or more");
+
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", cluster.bootstrap())
+        .set("group.id", "reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut assignment = TopicPartitionList::new();
+    let mut ends = Vec::new();
+    for p in 0..PARTITIONS {
+        assignment
+            .add_partition_offset("t", p, Offset::Beginning)
+            .unwrap();
+        let (_, high) = consumer
+            .fetch_watermarks("t", p, Duration::from_secs(10))
+            .unwrap();
+        ends.push(high as usize);
+    }
+    consumer.assign(&assignment).unwrap();
+    // (offset, message number) of each partition's records.
+    let mut stored = vec![Vec::new(); PARTITIONS as usize];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while stored.iter().zip(&ends).any(|(s, &end)| s.len() < end) {
+        let message = tokio::time::timeout_at(deadline, consumer.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out reading the log; high watermarks {ends:?}"))
+            .unwrap();
+        let n: usize = String::from_utf8_lossy(message.payload().unwrap())
+            .parse()
+            .unwrap();
+        stored[message.partition() as usize].push((message.offset(), n));
+    }
+
+    let journal = cluster.journal();
+    let around = |p: i32, at: usize| {
+        let batches = journal.produce_batches();
+        let near = batches.iter().filter(|b| {
+            b.batch.partition == p && (b.batch.base_sequence as usize).abs_diff(at) <= 40
+        });
+        format!(
+            "Produce batches of t/{p} near sequence {at}, in arrival order:\n{}",
+            describe(near)
+        )
+    };
+    for (p, messages) in (0..).zip(&stored) {
+        // Offsets from 0, holding the partition's messages in production order, where their
+        // delivery reports put them.
+        let expected: Vec<(i64, usize)> = (0..).zip(produced[p as usize].iter().copied()).collect();
+        let wrong = |k: usize| match (messages.get(k), expected.get(k)) {
+            (got, Some(&(o, n))) => got != Some(&(o, n)) || delivered[n] != (p, o),
+            (got, None) => got.is_some(),
+        };
+        if let Some(k) = (0..messages.len().max(expected.len())).find(|&k| wrong(k)) {
+            panic!(
+                "t/{p}: (offset, message) {k} of the log is {:?}, expected {:?}, delivery \
+                 report (partition, offset) {:?} (log {} records, {} produced to it); {}",
+                messages.get(k),
+                expected.get(k),
+                expected.get(k).map(|&(_, n)| delivered[n]),
+                messages.len(),
+                expected.len(),
+                around(p, k)
+            );
+        }
+    }
+
+    // The log is in production order, so a batch's first message is at its base sequence.
+    let stored_at = |p: i32, sequence: i32| Some(stored.get(p as usize)?.get(sequence as usize)?.0);
+    // An answer's journal entry completes just after it is written: look again briefly.
+    let retry_deadline = Instant::now() + Duration::from_secs(5);
+    let checked = loop {
+        match check_retries(&cluster.journal(), stored_at) {
+            Err(_) if Instant::now() < retry_deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            result => break result,
+        }
+    };
+    let lost_answers = checked.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        lost_answers as u64, fired,
+        "journal batches with faults, and fired()"
+    );
+    eprintln!("records per partition {ends:?}; {fired} answers lost, each retried as a duplicate");
+}
