@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::check::{Checks, Report};
 use crate::error::Error;
 use crate::faults::{Rule, RuleStats, Rules};
 use crate::journal::{Entry, Journal, JournalError, JournalSnapshot, Sink};
@@ -476,6 +477,34 @@ impl Cluster {
             .rules()
             .verify()
             .map_err(Error::Expectation)
+    }
+
+    /// Runs the ordering checks over the journal and the partition logs.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), kmock::Error> {
+    /// let cluster = kmock::Cluster::builder().start().await?;
+    /// // … a client runs against cluster.bootstrap() …
+    /// let report = cluster.check(&kmock::Checks::default());
+    /// report.assert_clean(); // panics listing every violation
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn check(&self, checks: &Checks) -> Report {
+        let journal = self.journal();
+        let mut report = crate::check::run_journal(journal.entries(), checks);
+        if journal.evicted() > 0 {
+            report.skipped.push(format!(
+                "{} journal entries were evicted (journal_capacity): checks saw only the rest",
+                journal.evicted()
+            ));
+        }
+        let state = self.inner.shared.state();
+        report
+            .violations
+            .extend(crate::check::logs::check(&state, journal.entries(), checks));
+        report
     }
 
     /// A copy of the journal now: every request received, in arrival order.

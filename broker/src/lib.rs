@@ -38,6 +38,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod check;
 mod cluster;
 mod codec;
 mod connection;
@@ -48,6 +49,7 @@ pub mod journal;
 mod server;
 mod state;
 
+pub use check::{Checks, Report, Violation};
 pub use cluster::{BrokerInfo, Cluster, ClusterBuilder, KafkaVersion, RuleHandle};
 pub use error::Error;
 pub use faults::{Action, Rule, RuleStats, Times};

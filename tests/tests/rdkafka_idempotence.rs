@@ -109,4 +109,6 @@ async fn an_idempotent_producer_stores_every_message_once_in_order() {
         stored.keys()
     );
     assert!(seen.iter().all(|&s| s), "some messages were never stored");
+    // A correct idempotent producer trips none of the ordering checks.
+    cluster.check(&kmock::Checks::default()).assert_clean();
 }

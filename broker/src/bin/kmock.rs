@@ -18,6 +18,30 @@ struct Cli {
 enum Command {
     /// Run a fake cluster until SIGINT or SIGTERM.
     Serve(Serve),
+    /// Run the ordering checks on a JSON Lines journal (from `serve --journal`). Exit status:
+    /// 0 clean, 1 violations, 2 unreadable input.
+    Check(Check),
+}
+
+#[derive(Debug, clap::Args)]
+struct Check {
+    /// The journal, one JSON entry a line.
+    journal: std::path::PathBuf,
+    /// Run only this check (repeatable); all by default.
+    #[arg(long = "check", value_name = "NAME")]
+    checks: Vec<String>,
+    /// Produce requests a client may have outstanding on one connection.
+    #[arg(long, default_value_t = 5)]
+    max_in_flight: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 #[derive(Debug, clap::Args)]
@@ -71,7 +95,48 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
+        Command::Check(args) => std::process::exit(check(&args)),
     }
+}
+
+/// Runs the checks; the exit status: 0 clean, 1 violations, 2 unreadable input or bad flags.
+fn check(args: &Check) -> i32 {
+    let checks = if args.checks.is_empty() {
+        Ok(kmock::Checks::default())
+    } else {
+        kmock::Checks::only(&args.checks)
+    };
+    let checks = match checks {
+        Ok(checks) => checks.max_in_flight(args.max_in_flight),
+        Err(e) => {
+            eprintln!("kmock check: {e}");
+            return 2;
+        }
+    };
+    let entries = std::fs::File::open(&args.journal)
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            kmock::journal::read_jsonl(std::io::BufReader::new(f)).map_err(|e| e.to_string())
+        });
+    let entries = match entries {
+        Ok(entries) => entries,
+        Err(e) => {
+            eprintln!("kmock check: {}: {e}", args.journal.display());
+            return 2;
+        }
+    };
+    let report = kmock::check::run(&entries, &checks);
+    match args.format {
+        Format::Text => print!("{report}"),
+        Format::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => println!("{json}"),
+            Err(e) => {
+                eprintln!("kmock check: {e}");
+                return 2;
+            }
+        },
+    }
+    i32::from(!report.is_clean())
 }
 
 async fn serve(args: Serve) -> anyhow::Result<()> {

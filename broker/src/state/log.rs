@@ -18,6 +18,8 @@ pub struct StoredBatch {
     pub last_offset: i64,
     /// Largest timestamp in the batch as stored (LogAppendTime replaces it), ms since the epoch.
     pub max_timestamp: i64,
+    /// Producer id, epoch and base sequence from the batch header (-1 when not idempotent).
+    pub producer: (i64, i16, i32),
     /// The whole batch, ready to send in a Fetch response.
     pub bytes: Bytes,
 }
@@ -52,11 +54,17 @@ impl PartitionLog {
         let base_offset = self.log_end_offset;
         let count = i64::from(batch.info.record_count);
         let max_timestamp = log_append_time_ms.unwrap_or(batch.info.max_timestamp);
+        let producer = (
+            batch.info.producer_id,
+            batch.info.producer_epoch,
+            batch.info.base_sequence,
+        );
         let bytes = batch.into_stored_bytes(base_offset, leader_epoch, log_append_time_ms);
         self.batches.push(StoredBatch {
             base_offset,
             last_offset: base_offset + count - 1,
             max_timestamp,
+            producer,
             bytes,
         });
         self.log_end_offset += count;
@@ -64,6 +72,11 @@ impl PartitionLog {
             base_offset,
             log_append_time_ms: log_append_time_ms.unwrap_or(-1),
         }
+    }
+
+    /// The stored batches, oldest first.
+    pub fn batches(&self) -> &[StoredBatch] {
+        &self.batches
     }
 
     /// First offset still in the log.

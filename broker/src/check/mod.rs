@@ -1,0 +1,235 @@
+//! Ordering checks: verdicts over the journal (and, in process, the partition logs).
+//!
+//! Each check reads the journal in arrival order and returns violations; each violation names
+//! its kind (a stable kebab-case name), its key, the journal entries involved and one sentence
+//! a person can act on. Families:
+//! - commit order ([`commits`]): `offset-commit-regression`, `commit-for-unassigned-partition`,
+//!   `stale-generation-commit`;
+//! - produce sequence ([`sequences`]): `sequence-gap`, `sequence-reorder`, `sequence-overlap`,
+//!   `epoch-not-reset`, `epoch-regression`, `inflight-exceeded`;
+//! - log integrity ([`logs`], in process only): `duplicate-write`, `out-of-order-write`,
+//!   `lost-write`.
+
+pub mod commits;
+pub mod logs;
+pub mod sequences;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::journal::Entry;
+
+/// Every check kmock has, by name.
+pub const ALL: &[&str] = &[
+    "offset-commit-regression",
+    "commit-for-unassigned-partition",
+    "stale-generation-commit",
+    "sequence-gap",
+    "sequence-reorder",
+    "sequence-overlap",
+    "epoch-not-reset",
+    "epoch-regression",
+    "inflight-exceeded",
+    "duplicate-write",
+    "out-of-order-write",
+    "lost-write",
+];
+
+/// Which commits `offset-commit-regression` compares with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CommitScope {
+    /// Commits of the same member in the same generation (the default): a member moving its
+    /// own committed offset backwards.
+    #[default]
+    Member,
+    /// Every commit to the group, whoever sent it.
+    Group,
+}
+
+/// Which checks to run, with their options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checks {
+    selected: BTreeSet<String>,
+    /// Scope of `offset-commit-regression`. Default [`CommitScope::Member`].
+    pub commit_scope: CommitScope,
+    /// `(group, topic, partition)` whose regressions are intentional resets, not reported.
+    pub allowed_regressions: Vec<(String, String, i32)>,
+    /// Produce requests a client may have outstanding on one connection
+    /// (`inflight-exceeded`). Default 5, the Java client's `max.in.flight.requests.per.connection`.
+    pub max_in_flight: usize,
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Self {
+            selected: ALL.iter().map(|s| (*s).to_owned()).collect(),
+            commit_scope: CommitScope::Member,
+            allowed_regressions: Vec::new(),
+            max_in_flight: 5,
+        }
+    }
+}
+
+impl Checks {
+    /// Only the named checks.
+    ///
+    /// # Errors
+    /// A sentence naming an unknown check and listing the known ones.
+    pub fn only<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Result<Self, String> {
+        let mut selected = BTreeSet::new();
+        for name in names {
+            let name = name.as_ref();
+            if !ALL.contains(&name) {
+                return Err(format!(
+                    "unknown check {name:?}; the checks are {}",
+                    ALL.join(", ")
+                ));
+            }
+            selected.insert(name.to_owned());
+        }
+        Ok(Self {
+            selected,
+            ..Self::default()
+        })
+    }
+
+    /// Compares commits within `scope` for `offset-commit-regression`.
+    pub fn commit_scope(mut self, scope: CommitScope) -> Self {
+        self.commit_scope = scope;
+        self
+    }
+
+    /// Does not report regressions of this partition's committed offset (an intentional reset).
+    pub fn allow_regression(mut self, group: &str, topic: &str, partition: i32) -> Self {
+        self.allowed_regressions
+            .push((group.to_owned(), topic.to_owned(), partition));
+        self
+    }
+
+    /// The most Produce requests a client may have outstanding on one connection.
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests;
+        self
+    }
+
+    /// Whether `name` runs.
+    pub fn runs(&self, name: &str) -> bool {
+        self.selected.contains(name)
+    }
+}
+
+/// A journal entry a violation points at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryRef {
+    /// Arrival order.
+    pub seq: u64,
+    /// Connection id.
+    pub conn: u64,
+    /// Broker node id.
+    pub broker: i32,
+    /// Arrival time, µs since the cluster started.
+    pub at_us: u64,
+}
+
+impl From<&Entry> for EntryRef {
+    fn from(e: &Entry) -> Self {
+        Self {
+            seq: e.seq,
+            conn: e.conn,
+            broker: e.broker,
+            at_us: e.at_us,
+        }
+    }
+}
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// The check's name, e.g. `offset-commit-regression`.
+    pub kind: String,
+    /// What it is about, e.g. `billing/orders-0` or `producer 7 orders-2`.
+    pub key: String,
+    /// The entries involved, in arrival order.
+    pub entries: Vec<EntryRef>,
+    /// One sentence a person can act on.
+    pub message: String,
+}
+
+/// The outcome of a run of checks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The checks that ran.
+    pub checks: Vec<String>,
+    /// Every violation found, by check then arrival order.
+    pub violations: Vec<Violation>,
+    /// Checks that could not run here, with why (e.g. log checks on an offline journal).
+    pub skipped: Vec<String>,
+}
+
+impl Report {
+    /// Whether no violation was found.
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// Panics listing every violation, unless the report is clean.
+    ///
+    /// # Panics
+    /// When there is a violation.
+    #[track_caller]
+    pub fn assert_clean(&self) {
+        assert!(
+            self.is_clean(),
+            "kmock checks found {} violation(s):\n{self}",
+            self.violations.len()
+        );
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for v in &self.violations {
+            writeln!(f, "{} [{}]: {}", v.kind, v.key, v.message)?;
+        }
+        for s in &self.skipped {
+            writeln!(f, "skipped: {s}")?;
+        }
+        if self.violations.is_empty() {
+            writeln!(f, "clean: {} checks, no violation", self.checks.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the journal checks of `checks` over `entries` (in arrival order), as `kmock check`
+/// does offline. Log checks need the partition logs and are reported as skipped; in process,
+/// [`crate::Cluster::check`] runs them too.
+pub fn run(entries: &[Entry], checks: &Checks) -> Report {
+    let mut report = run_journal(entries, checks);
+    for log_check in ["duplicate-write", "out-of-order-write", "lost-write"] {
+        if checks.runs(log_check) {
+            report.skipped.push(format!(
+                "{log_check}: needs the partition logs (run in process)"
+            ));
+        }
+    }
+    report
+}
+
+/// The journal checks only, without noting the log checks as skipped.
+pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
+    let mut report = Report {
+        checks: ALL
+            .iter()
+            .filter(|c| checks.runs(c))
+            .map(|c| (*c).to_owned())
+            .collect(),
+        ..Report::default()
+    };
+    report.violations.extend(commits::check(entries, checks));
+    report.violations.extend(sequences::check(entries, checks));
+    report
+}

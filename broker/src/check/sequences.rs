@@ -1,0 +1,190 @@
+//! Produce sequence, per (producer id, topic, partition), over every idempotent batch the
+//! client sent (accepted or not), in arrival order; and requests in flight per connection.
+//!
+//! - `epoch-regression`: a batch from an older producer epoch after a newer one;
+//! - `epoch-not-reset`: the first batch of a new epoch does not start at sequence 0;
+//! - `sequence-gap`: a batch starts after the next expected sequence (some were skipped);
+//! - `sequence-reorder`: a batch starts before the next expected sequence without overlapping
+//!   any batch sent before (it was sent after a later one);
+//! - `sequence-overlap`: a batch overlaps sequences sent before without being a retry of the
+//!   same batch (a re-batched retry: Kafka answers it OUT_OF_ORDER_SEQUENCE_NUMBER);
+//! - `inflight-exceeded`: more Produce requests (acks ≠ 0) outstanding on one connection than
+//!   [`Checks::max_in_flight`].
+//!
+//! A retry of a batch already sent (same epoch, base sequence and record count) is never a
+//! violation. Sequences are compared without the wrap at 2^31−1.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use super::{Checks, EntryRef, Violation};
+use crate::journal::{Entry, RequestSummary};
+
+#[derive(Default)]
+struct Producer<'a> {
+    epoch: i16,
+    /// Next expected sequence: the end of the highest batch sent in this epoch.
+    next: i64,
+    /// `(base, count, entry)` of every batch sent in this epoch.
+    sent: Vec<(i64, i64, &'a Entry)>,
+}
+
+/// Runs the produce-sequence checks.
+pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut producers: HashMap<(i64, String, i32), Producer<'_>> = HashMap::new();
+    for entry in entries {
+        let Some(RequestSummary::Produce(produce)) = &entry.request else {
+            continue;
+        };
+        for b in produce.partitions.iter().filter(|b| b.producer_id >= 0) {
+            let key = format!("producer {} {}-{}", b.producer_id, b.topic, b.partition);
+            let mut report = |kind: &str, involved: Vec<&Entry>, message: String| {
+                if checks.runs(kind) {
+                    violations.push(Violation {
+                        kind: kind.into(),
+                        key: key.clone(),
+                        entries: involved.into_iter().map(EntryRef::from).collect(),
+                        message,
+                    });
+                }
+            };
+            let (base, count) = (i64::from(b.base_sequence), i64::from(b.record_count.max(0)));
+            let slot = (b.producer_id, b.topic.clone(), b.partition);
+            let Some(state) = producers.get_mut(&slot) else {
+                producers.insert(
+                    slot,
+                    Producer {
+                        epoch: b.producer_epoch,
+                        next: base + count,
+                        sent: vec![(base, count, entry)],
+                    },
+                );
+                continue;
+            };
+            let last = state.sent.last().map(|(_, _, e)| *e).unwrap_or(entry);
+            if b.producer_epoch < state.epoch {
+                report(
+                    "epoch-regression",
+                    vec![last, entry],
+                    format!(
+                        "Produce seq {} (conn {}) sent {key} with epoch {} after seq {} had used epoch {}",
+                        entry.seq, entry.conn, b.producer_epoch, last.seq, state.epoch
+                    ),
+                );
+                continue;
+            }
+            if b.producer_epoch > state.epoch {
+                if base != 0 {
+                    report(
+                        "epoch-not-reset",
+                        vec![entry],
+                        format!(
+                            "Produce seq {} (conn {}) started epoch {} of {key} at sequence {base}, not 0",
+                            entry.seq, entry.conn, b.producer_epoch
+                        ),
+                    );
+                }
+                *state = Producer {
+                    epoch: b.producer_epoch,
+                    next: base + count,
+                    sent: vec![(base, count, entry)],
+                };
+                continue;
+            }
+            if state
+                .sent
+                .iter()
+                .any(|(sb, sc, _)| *sb == base && *sc == count)
+            {
+                continue; // a retry of a batch already sent
+            }
+            let overlapped = state
+                .sent
+                .iter()
+                .find(|(sb, sc, _)| base < sb + sc && *sb < base + count)
+                .map(|(_, _, e)| *e);
+            if base > state.next {
+                report(
+                    "sequence-gap",
+                    vec![last, entry],
+                    format!(
+                        "Produce seq {} (conn {}) sent {key} from sequence {base} but {} was next after seq {}: sequences {}..{base} were skipped",
+                        entry.seq, entry.conn, state.next, last.seq, state.next
+                    ),
+                );
+            } else if let Some(earlier) = overlapped {
+                report(
+                    "sequence-overlap",
+                    vec![earlier, entry],
+                    format!(
+                        "Produce seq {} (conn {}) sent {key} sequences {base}..{} overlapping the batch of seq {} without repeating it: a re-batched retry",
+                        entry.seq, entry.conn, base + count, earlier.seq
+                    ),
+                );
+            } else if base < state.next {
+                report(
+                    "sequence-reorder",
+                    vec![last, entry],
+                    format!(
+                        "Produce seq {} (conn {}) sent {key} from sequence {base} after seq {} had already reached {}: batches went out of order",
+                        entry.seq, entry.conn, last.seq, state.next
+                    ),
+                );
+            }
+            state.next = state.next.max(base + count);
+            state.sent.push((base, count, entry));
+        }
+    }
+    if checks.runs("inflight-exceeded") {
+        violations.extend(in_flight(entries, checks.max_in_flight));
+    }
+    violations
+}
+
+/// For each Produce request, the Produce requests sent before it on its connection that were
+/// still unanswered when it arrived; one violation per request over the limit.
+fn in_flight(entries: &[Entry], limit: usize) -> Vec<Violation> {
+    // Per connection: (answer time, entry) of each outstanding request, earliest answer first.
+    let mut outstanding: HashMap<u64, BinaryHeap<Reverse<(u64, u64)>>> = HashMap::new();
+    let by_seq: HashMap<u64, &Entry> = entries.iter().map(|e| (e.seq, e)).collect();
+    let mut violations = Vec::new();
+    for entry in entries {
+        let Some(RequestSummary::Produce(p)) = &entry.request else {
+            continue;
+        };
+        if p.acks == 0 {
+            continue;
+        }
+        let pending = outstanding.entry(entry.conn).or_default();
+        while pending
+            .peek()
+            .is_some_and(|Reverse((answered, _))| *answered <= entry.at_us)
+        {
+            pending.pop();
+        }
+        if pending.len() + 1 > limit {
+            let mut involved: Vec<EntryRef> = pending
+                .iter()
+                .filter_map(|Reverse((_, seq))| by_seq.get(seq).map(|e| EntryRef::from(*e)))
+                .collect();
+            involved.sort_by_key(|e| e.seq);
+            involved.push(EntryRef::from(entry));
+            violations.push(Violation {
+                kind: "inflight-exceeded".into(),
+                key: format!("conn {}", entry.conn),
+                entries: involved,
+                message: format!(
+                    "Produce seq {} (conn {}) was sent with {} Produce requests still unanswered on its connection, more than the limit of {limit}",
+                    entry.seq,
+                    entry.conn,
+                    pending.len()
+                ),
+            });
+        }
+        // An unanswered request stays outstanding for good.
+        let answered = entry.response.as_ref().map_or(u64::MAX, |r| r.at_us);
+        pending.push(Reverse((answered, entry.seq)));
+    }
+    violations
+}

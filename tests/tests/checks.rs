@@ -1,0 +1,192 @@
+//! The ordering checks name each violation a client really put on the wire, and stay silent
+//! for correct traffic.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{GroupId, OffsetCommitRequest, ProduceRequest};
+use kafka_protocol::records::{Compression, Record};
+use kmock::{ApiKey, Checks, Cluster, Report, Rule};
+use kmock_client::{encode_batch, record, Client};
+
+async fn setup() -> (Cluster, Client) {
+    let cluster = Cluster::builder().topic("t", 2).start().await.unwrap();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    (cluster, client)
+}
+
+/// A commit from outside group management of `(partition, offset)`s of topic t.
+fn commit(offsets: &[(i32, i64)]) -> OffsetCommitRequest {
+    let partitions = offsets
+        .iter()
+        .map(|&(p, o)| {
+            OffsetCommitRequestPartition::default()
+                .with_partition_index(p)
+                .with_committed_offset(o)
+        })
+        .collect();
+    OffsetCommitRequest::default()
+        .with_group_id(GroupId(common::text("billing")))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(common::name("t"))
+            .with_partitions(partitions)])
+}
+
+/// An idempotent batch of `count` records from producer 7 at `epoch`, from `first`.
+fn batch(epoch: i16, first: i32, count: usize) -> ProduceRequest {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            producer_id: 7,
+            producer_epoch: epoch,
+            sequence: first + i as i32,
+            ..record(b"k", b"v")
+        })
+        .collect();
+    let bytes: Bytes = encode_batch(&records, Compression::None).unwrap();
+    ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(common::name("t"))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(bytes))])])
+}
+
+fn kinds(report: &Report) -> Vec<&str> {
+    report.violations.iter().map(|v| v.kind.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_stale_commit_arriving_after_a_newer_one_is_an_offset_commit_regression() {
+    let (cluster, a) = setup().await;
+    let b = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    // The motivating bug: B's {p0→12, p1→21} arrives, then A's stale {p0→11}.
+    b.send(commit(&[(0, 12), (1, 21)]), 8).await.unwrap();
+    a.send(commit(&[(0, 11)]), 8).await.unwrap();
+    let report = cluster.check(&Checks::default());
+    assert_eq!(kinds(&report), ["offset-commit-regression"], "{report}");
+    let v = &report.violations[0];
+    assert_eq!(v.key, "billing/t-0");
+    let seqs: Vec<u64> = v.entries.iter().map(|e| e.seq).collect();
+    let commits = cluster.journal().offset_commits();
+    assert_eq!(
+        seqs,
+        [commits[0].entry.seq, commits[2].entry.seq],
+        "names both entries"
+    );
+    assert!(
+        v.message.contains("to 11 after seq") && v.message.contains("had set it to 12"),
+        "{}",
+        v.message
+    );
+}
+
+#[tokio::test]
+async fn commits_that_only_move_forward_are_clean() {
+    let (cluster, client) = setup().await;
+    for offset in [3, 5, 5, 9] {
+        client
+            .send(commit(&[(0, offset), (1, offset * 2)]), 8)
+            .await
+            .unwrap();
+    }
+    cluster.check(&Checks::default()).assert_clean();
+}
+
+#[tokio::test]
+async fn an_intentional_reset_can_be_allowed() {
+    let (cluster, client) = setup().await;
+    client.send(commit(&[(0, 12)]), 8).await.unwrap();
+    client.send(commit(&[(0, 0)]), 8).await.unwrap();
+    assert!(!cluster.check(&Checks::default()).is_clean());
+    cluster
+        .check(&Checks::default().allow_regression("billing", "t", 0))
+        .assert_clean();
+}
+
+/// Sends the batches and returns the kinds of violation found.
+async fn sequence_kinds(batches: &[(i16, i32, usize)]) -> (Report, Vec<String>) {
+    let (cluster, client) = setup().await;
+    for &(epoch, first, count) in batches {
+        client.send(batch(epoch, first, count), 9).await.unwrap();
+    }
+    let report = cluster.check(&Checks::default());
+    let kinds = kinds(&report).into_iter().map(str::to_owned).collect();
+    (report, kinds)
+}
+
+#[tokio::test]
+async fn each_produce_sequence_violation_is_named() {
+    let cases: [(&[(i16, i32, usize)], &[&str]); 6] = [
+        (&[(0, 0, 5), (0, 5, 5), (0, 0, 5)], &[]), // in order, then a retry of the first batch
+        (&[(0, 0, 5), (0, 7, 1)], &["sequence-gap"]),
+        (&[(0, 0, 5), (0, 2, 5)], &["sequence-overlap"]),
+        (
+            &[(0, 0, 5), (0, 10, 5), (0, 5, 5)],
+            &["sequence-gap", "sequence-reorder"],
+        ),
+        (&[(0, 0, 5), (1, 3, 1)], &["epoch-not-reset"]),
+        (&[(1, 0, 5), (0, 5, 1)], &["epoch-regression"]),
+    ];
+    for (batches, expected) in cases {
+        let (report, kinds) = sequence_kinds(batches).await;
+        assert_eq!(
+            kinds, expected,
+            "batches (epoch, first, count) {batches:?}:\n{report}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn more_produce_requests_in_flight_than_the_limit_is_inflight_exceeded() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(Rule::on(ApiKey::Produce).delay(Duration::from_millis(100)))
+        .unwrap();
+    let records = [record(b"k", b"v")];
+    let sends = (0..3).map(|_| client.produce("t", 0, &records, -1));
+    for answer in futures::future::join_all(sends).await {
+        answer.unwrap();
+    }
+    let report = cluster.check(
+        &Checks::only(["inflight-exceeded"])
+            .unwrap()
+            .max_in_flight(2),
+    );
+    assert_eq!(kinds(&report), ["inflight-exceeded"], "{report}");
+    assert_eq!(
+        report.violations[0].entries.len(),
+        3,
+        "two outstanding, plus the third"
+    );
+    cluster
+        .check(
+            &Checks::only(["inflight-exceeded"])
+                .unwrap()
+                .max_in_flight(3),
+        )
+        .assert_clean();
+}
+
+#[tokio::test]
+async fn an_unknown_check_name_is_refused_with_the_list() {
+    let err = Checks::only(["offset-commit-regresion"]).unwrap_err();
+    assert!(err.contains("offset-commit-regression"), "{err}");
+}
+
+#[tokio::test]
+#[should_panic(expected = "offset-commit-regression [billing/t-0]")]
+async fn assert_clean_panics_listing_the_violations() {
+    let (cluster, client) = setup().await;
+    client.send(commit(&[(0, 2)]), 8).await.unwrap();
+    client.send(commit(&[(0, 1)]), 8).await.unwrap();
+    cluster.check(&Checks::default()).assert_clean();
+}
