@@ -112,8 +112,11 @@ async fn an_intentional_reset_can_be_allowed() {
         .assert_clean();
 }
 
+/// `(producer epoch, first sequence, record count)` of an idempotent batch.
+type Batch = (i16, i32, usize);
+
 /// Sends the batches and returns the kinds of violation found.
-async fn sequence_kinds(batches: &[(i16, i32, usize)]) -> (Report, Vec<String>) {
+async fn sequence_kinds(batches: &[Batch]) -> (Report, Vec<String>) {
     let (cluster, client) = setup().await;
     for &(epoch, first, count) in batches {
         client.send(batch(epoch, first, count), 9).await.unwrap();
@@ -125,7 +128,7 @@ async fn sequence_kinds(batches: &[(i16, i32, usize)]) -> (Report, Vec<String>) 
 
 #[tokio::test]
 async fn each_produce_sequence_violation_is_named() {
-    let cases: [(&[(i16, i32, usize)], &[&str]); 6] = [
+    let cases: [(&[Batch], &[&str]); 6] = [
         (&[(0, 0, 5), (0, 5, 5), (0, 0, 5)], &[]), // in order, then a retry of the first batch
         (&[(0, 0, 5), (0, 7, 1)], &["sequence-gap"]),
         (&[(0, 0, 5), (0, 2, 5)], &["sequence-overlap"]),
