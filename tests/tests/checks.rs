@@ -193,3 +193,124 @@ async fn assert_clean_panics_listing_the_violations() {
     client.send(commit(&[(0, 1)]), 8).await.unwrap();
     cluster.check(&Checks::default()).assert_clean();
 }
+
+mod group {
+    //! Group traffic scripted over the wire: join, sync, commit.
+    use bytes::{BufMut, Bytes, BytesMut};
+    use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+    use kafka_protocol::messages::{
+        ConsumerProtocolAssignment, GroupId, JoinGroupRequest, SyncGroupRequest,
+    };
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    use kmock_client::Client;
+
+    use super::common::{name, text};
+
+    /// JoinGroup v3 (no MEMBER_ID_REQUIRED): `(generation, member id)`.
+    pub async fn join(client: &Client, member_id: &str) -> (i32, String) {
+        let request = JoinGroupRequest::default()
+            .with_group_id(GroupId(text("g")))
+            .with_session_timeout_ms(30_000)
+            .with_rebalance_timeout_ms(30_000)
+            .with_member_id(text(member_id))
+            .with_protocol_type(text("consumer"))
+            .with_protocols(vec![JoinGroupRequestProtocol::default()
+                .with_name(text("range"))
+                .with_metadata(Bytes::from_static(&[0, 0, 0, 0, 0, 0]))]);
+        let answer = client.send(request, 3).await.unwrap();
+        assert_eq!(answer.error_code, 0, "JoinGroup");
+        (answer.generation_id, answer.member_id.as_str().to_owned())
+    }
+
+    /// A consumer-protocol assignment of topic t's `partitions`.
+    fn assignment(partitions: &[i32]) -> Bytes {
+        let mut buf = BytesMut::new();
+        buf.put_i16(0);
+        ConsumerProtocolAssignment::default()
+            .with_assigned_partitions(vec![TopicPartition::default()
+                .with_topic(name("t"))
+                .with_partitions(partitions.to_vec())])
+            .encode(&mut buf, 0)
+            .unwrap();
+        buf.freeze()
+    }
+
+    /// SyncGroup v3 by the leader giving each `(member, partitions)` its share.
+    pub async fn sync(
+        client: &Client,
+        generation: i32,
+        member_id: &str,
+        shares: &[(&str, &[i32])],
+    ) {
+        let request = SyncGroupRequest::default()
+            .with_group_id(GroupId(text("g")))
+            .with_generation_id(generation)
+            .with_member_id(StrBytes::from_string(member_id.to_owned()))
+            .with_assignments(
+                shares
+                    .iter()
+                    .map(|(m, p)| {
+                        SyncGroupRequestAssignment::default()
+                            .with_member_id(text(m))
+                            .with_assignment(assignment(p))
+                    })
+                    .collect(),
+            );
+        assert_eq!(
+            client.send(request, 3).await.unwrap().error_code,
+            0,
+            "SyncGroup"
+        );
+    }
+}
+
+/// A commit of t-`partition` at `offset` by `member` in `generation`.
+fn member_commit(
+    generation: i32,
+    member: &str,
+    partition: i32,
+    offset: i64,
+) -> OffsetCommitRequest {
+    commit(&[(partition, offset)])
+        .with_group_id(GroupId(common::text("g")))
+        .with_generation_id_or_member_epoch(generation)
+        .with_member_id(common::text(member))
+}
+
+#[tokio::test]
+async fn a_commit_outside_the_members_assignment_and_one_from_an_old_generation_are_named() {
+    let (cluster, a) = setup().await;
+    let b = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    let (generation, member) = group::join(&a, "").await;
+    group::sync(&a, generation, &member, &[(&member, &[0])]).await;
+    a.send(member_commit(generation, &member, 0, 5), 8)
+        .await
+        .unwrap(); // assigned: fine
+    a.send(member_commit(generation, &member, 1, 5), 8)
+        .await
+        .unwrap(); // not assigned
+                   // A second member joins (and waits); the first rejoins: both land in the next generation.
+    let ((next, _), _) = tokio::join!(
+        async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            group::join(&a, &member).await
+        },
+        group::join(&b, "")
+    );
+    assert_eq!(next, generation + 1);
+    a.send(member_commit(generation, &member, 0, 6), 8)
+        .await
+        .unwrap(); // stale generation
+    let report = cluster.check(
+        &Checks::only(["commit-for-unassigned-partition", "stale-generation-commit"]).unwrap(),
+    );
+    assert_eq!(
+        kinds(&report),
+        ["commit-for-unassigned-partition", "stale-generation-commit"],
+        "{report}"
+    );
+    let unassigned = &report.violations[0];
+    assert_eq!(unassigned.key, "g/t-1");
+}
