@@ -110,13 +110,6 @@ async fn run_connection(
                 }
             };
             let cost = frame.len().clamp(1, READ_AHEAD_BYTES) as u32;
-            tokio::select! {
-                () = close.cancelled() => break,
-                permit = read_ahead.acquire_many(cost) => match permit {
-                    Ok(permit) => permit.forget(),
-                    Err(_) => break,
-                },
-            }
             let peek = codec::peek_header(&frame).ok();
             match codec::decode_request(frame, handlers::supported_versions) {
                 Ok(decoded) => {
@@ -125,8 +118,23 @@ async fn run_connection(
                         record_request(entry, &decoded, &shared);
                         fired = shared.rules().apply(entry);
                     });
-                    if let Err(unsent) = tx.send((seq, decoded, cost, fired)).await {
-                        journal.finish(unsent.0 .0, |_| {});
+                    // Numbered on arrival; then wait for room ahead of the processor, and give
+                    // up (completing the entry, unanswered) if the connection closes meanwhile.
+                    let queued = tokio::select! {
+                        () = close.cancelled() => false,
+                        permit = read_ahead.acquire_many(cost) => match permit {
+                            Ok(permit) => {
+                                permit.forget();
+                                tokio::select! {
+                                    () = close.cancelled() => false,
+                                    sent = tx.send((seq, decoded, cost, fired)) => sent.is_ok(),
+                                }
+                            }
+                            Err(_) => false,
+                        },
+                    };
+                    if !queued {
+                        journal.finish(seq, |_| {});
                         break;
                     }
                 }

@@ -212,3 +212,43 @@ async fn shutdown_finishes_while_a_client_has_stopped_reading() -> Result<()> {
     drop(socket);
     Ok(())
 }
+
+#[tokio::test]
+async fn shutdown_finishes_with_many_requests_queued_behind_a_slow_one() -> Result<()> {
+    let (cluster, _client) = start(1, &["q"], 1).await?;
+    cluster.add_rule(kmock::Rule::on(kmock::ApiKey::Metadata).delay(Duration::from_secs(60)))?;
+    let mut socket = tokio::net::TcpStream::connect(cluster.brokers()[0].addr).await?;
+    // One slow Metadata, then 70 ApiVersions behind it: more than the connection reads ahead.
+    let mut frames = BytesMut::new();
+    for (correlation_id, (api, version)) in std::iter::once((3i16, 1i16))
+        .chain(std::iter::repeat_n((18, 0), 70))
+        .enumerate()
+    {
+        let mut frame = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(api)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id as i32)
+            .encode(&mut frame, 1)?;
+        if api == 3 {
+            frame.extend_from_slice(&[0, 0, 0, 0]); // Metadata v1: no topics
+        }
+        frames.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        frames.extend_from_slice(&frame);
+    }
+    socket.write_all(&frames).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::timeout(Duration::from_secs(5), cluster.shutdown())
+        .await
+        .map_err(|_| anyhow::anyhow!("shutdown waited on requests queued behind a slow one"))?;
+    // What was read is journaled (the rest waited in the socket, as on a broker that stops
+    // reading a busy connection); the slow request was never answered.
+    let journal = cluster.journal();
+    assert!(
+        journal.entries().len() > 64,
+        "{} entries journaled",
+        journal.entries().len()
+    );
+    assert!(journal.entries()[0].is("Metadata") && journal.entries()[0].response.is_none());
+    Ok(())
+}

@@ -377,8 +377,9 @@ impl Journal {
 
     /// Numbers and appends an entry in one step; `fill` sets the request fields.
     pub fn append(&self, from: &Arrival, fill: impl FnOnce(&mut Entry)) -> u64 {
-        let at_us = self.now_us();
         let mut state = self.state();
+        // Read the clock under the lock, so `at_us` never goes backwards as `seq` goes up.
+        let at_us = self.now_us();
         let seq = state.next_seq;
         state.next_seq += 1;
         let mut entry = Entry {
