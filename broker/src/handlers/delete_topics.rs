@@ -1,7 +1,8 @@
 //! DeleteTopics (API key 20), versions 1–6.
 //!
 //! Deletes topics by name (v1–5 `topic_names`, v6 `topics` by name or id) with their logs.
-//! A deleted name can be created again and gets a new topic id. A name given twice gets
+//! Committed offsets of a deleted topic are forgotten, as Kafka's group coordinator does. A
+//! deleted name can be created again and gets a new topic id. A name given twice gets
 //! INVALID_REQUEST and is not deleted (Kafka's `ControllerApis.deleteTopics`).
 //!
 //! Deviations from Apache Kafka: deletion is immediate, where Kafka deletes asynchronously.
@@ -59,6 +60,7 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
             match found {
                 Some((found_name, found_id)) => {
                     state.topics.remove(&found_name);
+                    state.groups.forget_topic(&found_name);
                     tracing::debug!(topic = found_name, "topic deleted");
                     DeletableTopicResult::default()
                         .with_name(Some(topic_name(&found_name)))

@@ -2,9 +2,10 @@
 //!
 //! Deletes committed offsets of a group, as Kafka's `GroupCoordinator.handleDeleteOffsets`
 //! (KIP-496): an unknown group gets GROUP_ID_NOT_FOUND; a partition of a topic the group's
-//! consumers subscribe to gets GROUP_SUBSCRIBED_TO_TOPIC; a non-empty group of another
+//! consumers subscribe to (or may: metadata that does not decode counts as every topic) gets
+//! GROUP_SUBSCRIBED_TO_TOPIC; a non-empty group of another
 //! protocol type gets NON_EMPTY_GROUP; partitions of unknown topics get
-//! UNKNOWN_TOPIC_OR_PARTITION. NOT_COORDINATOR on any broker but the group's coordinator.
+//! UNKNOWN_TOPIC_OR_PARTITION, partition by partition. NOT_COORDINATOR on any broker but the group's coordinator.
 //!
 //! Deviations from Apache Kafka: none known.
 
@@ -29,11 +30,20 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
             .with_error_code(ResponseError::NotCoordinator.code());
     }
     let mut state = ctx.shared.state();
-    let known_topics: Vec<String> = request
+    let partition_exists: Vec<(String, i32)> = request
         .topics
         .iter()
-        .map(|t| t.name.0.as_str().to_owned())
-        .filter(|t| state.topics.contains_key(t))
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.name.0.as_str().to_owned(), p.partition_index))
+        })
+        .filter(|(t, p)| {
+            state
+                .topics
+                .get(t)
+                .is_some_and(|topic| topic.partition(*p).is_some())
+        })
         .collect();
     let Some(group) = state
         .groups
@@ -43,14 +53,11 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::GroupIdNotFound.code());
     };
-    let subscribed = match (group.state(), group.subscribed_topics()) {
-        (GroupState::Empty, _) => Default::default(),
-        (_, Some(topics)) => topics,
-        (_, None) => {
-            return OffsetDeleteResponse::default()
-                .with_error_code(ResponseError::NonEmptyGroup.code())
-        }
-    };
+    let empty = group.state() == GroupState::Empty;
+    if !empty && group.protocol_type() != Some("consumer") {
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::NonEmptyGroup.code());
+    }
     let topics = request
         .topics
         .iter()
@@ -60,9 +67,10 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
                 .partitions
                 .iter()
                 .map(|p| {
-                    let error = if !known_topics.iter().any(|k| k == name) {
+                    let error = if !partition_exists.contains(&(name.to_owned(), p.partition_index))
+                    {
                         Some(ResponseError::UnknownTopicOrPartition)
-                    } else if subscribed.contains(name) {
+                    } else if !empty && group.is_subscribed_to(name) {
                         Some(ResponseError::GroupSubscribedToTopic)
                     } else {
                         group.offsets.remove(&(name.to_owned(), p.partition_index));

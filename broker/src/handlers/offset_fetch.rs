@@ -73,6 +73,30 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
             .collect()
     });
     match fetch(ctx, &request.group_id, asked) {
+        // v1 has no top-level error: Kafka puts it on every partition asked.
+        Err(e) if version < 2 => OffsetFetchResponse::default().with_topics(
+            request
+                .topics
+                .iter()
+                .flatten()
+                .map(|t| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partition_indexes
+                                .iter()
+                                .map(|&p| {
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(-1)
+                                        .with_metadata(Some(StrBytes::default()))
+                                        .with_error_code(e.code())
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        ),
         Err(e) => OffsetFetchResponse::default().with_error_code(e.code()),
         Ok(found) => OffsetFetchResponse::default().with_topics(
             found

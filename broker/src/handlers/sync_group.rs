@@ -3,10 +3,11 @@
 //! As Kafka's `GroupCoordinator.handleSyncGroup` ([`crate::state::groups`]): the leader's
 //! assignment is stored and handed to every member; followers wait for it. UNKNOWN_MEMBER_ID,
 //! FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS and (v5) a protocol type or
-//! name other than the group's, INCONSISTENT_GROUP_PROTOCOL. NOT_COORDINATOR on any broker but
+//! name missing or other than the group's, INCONSISTENT_GROUP_PROTOCOL. NOT_COORDINATOR on any broker but
 //! the group's coordinator.
 //!
-//! Deviations from Apache Kafka: none known.
+//! Deviations from Apache Kafka: a member that never sends SyncGroup is not removed after the
+//! rebalance timeout (Kafka's pending-sync expiry); its session timeout still removes it.
 
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
@@ -21,28 +22,32 @@ pub const VERSIONS: VersionRange = SyncGroupRequest::VERSIONS;
 /// Stores the leader's assignment, or waits for it, and answers the member's own.
 pub async fn handle(ctx: &Ctx<'_>, request: SyncGroupRequest, version: i16) -> SyncGroupResponse {
     let group_id = request.group_id.0.as_str();
-    let result = if !ctx.coordinates_group(group_id) {
-        Err(ResponseError::NotCoordinator)
-    } else {
-        let pending = ctx.shared.state().groups.sync(
-            group_id,
-            request.generation_id,
-            request.member_id.as_str(),
-            request.group_instance_id.as_ref().map(StrBytes::as_str),
-            request.protocol_type.as_ref().map(StrBytes::as_str),
-            request.protocol_name.as_ref().map(StrBytes::as_str),
-            request
-                .assignments
-                .iter()
-                .map(|a| (a.member_id.as_str().to_owned(), a.assignment.clone()))
-                .collect(),
-            tokio::time::Instant::now(),
-        );
-        match pending {
-            Pending::Now(result) => result,
-            Pending::Wait(rx) => rx.await.unwrap_or(Err(ResponseError::UnknownMemberId)),
-        }
-    };
+    let result =
+        if version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none()) {
+            // Kafka's KafkaApis.handleSyncGroupRequest: both are mandatory from v5.
+            Err(ResponseError::InconsistentGroupProtocol)
+        } else if !ctx.coordinates_group(group_id) {
+            Err(ResponseError::NotCoordinator)
+        } else {
+            let pending = ctx.shared.state().groups.sync(
+                group_id,
+                request.generation_id,
+                request.member_id.as_str(),
+                request.group_instance_id.as_ref().map(StrBytes::as_str),
+                request.protocol_type.as_ref().map(StrBytes::as_str),
+                request.protocol_name.as_ref().map(StrBytes::as_str),
+                request
+                    .assignments
+                    .iter()
+                    .map(|a| (a.member_id.as_str().to_owned(), a.assignment.clone()))
+                    .collect(),
+                tokio::time::Instant::now(),
+            );
+            match pending {
+                Pending::Now(result) => result,
+                Pending::Wait(rx) => rx.await.unwrap_or(Err(ResponseError::UnknownMemberId)),
+            }
+        };
     match result {
         Ok(answer) => SyncGroupResponse::default()
             .with_protocol_type(

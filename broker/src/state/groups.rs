@@ -247,25 +247,29 @@ impl Group {
             .collect()
     }
 
-    /// Topics the members subscribe to, decoded from their consumer-protocol metadata; `None`
-    /// for a group of another protocol type.
-    pub fn subscribed_topics(&self) -> Option<HashSet<String>> {
+    /// Whether the members' subscriptions may include `topic`, as Kafka's
+    /// `ClassicGroup.isSubscribedToTopic`: for the consumer protocol, decoded from the members'
+    /// metadata (its version-0 prefix, which every version starts with); metadata that does
+    /// not decode counts as subscribed to everything.
+    pub fn is_subscribed_to(&self, topic: &str) -> bool {
         if self.protocol_type.as_deref() != Some("consumer") {
-            return None;
+            return false;
         }
-        let mut topics = HashSet::new();
-        for (_, _, _, _, metadata, _) in self.members() {
+        self.members().into_iter().any(|(_, _, _, _, metadata, _)| {
             if metadata.len() < 2 {
-                continue;
+                return true;
             }
-            let mut buf = metadata.clone();
-            let version = bytes::Buf::get_i16(&mut buf);
-            if let Ok(sub) = <ConsumerProtocolSubscription as Decodable>::decode(&mut buf, version)
-            {
-                topics.extend(sub.topics.iter().map(|t| t.as_str().to_owned()));
+            let mut buf = metadata.slice(2..);
+            match <ConsumerProtocolSubscription as Decodable>::decode(&mut buf, 0) {
+                Ok(sub) => sub.topics.iter().any(|t| t.as_str() == topic),
+                Err(_) => true,
             }
-        }
-        Some(topics)
+        })
+    }
+
+    /// Forgets the committed offsets of a deleted topic.
+    pub fn forget_topic(&mut self, topic: &str) {
+        self.offsets.retain(|(t, _), _| t != topic);
     }
 
     /// Checks that `member_id` (with `instance_id`) is a current member, as Kafka's
@@ -324,9 +328,10 @@ impl Group {
         if !(all_joined || force) {
             return;
         }
-        // Members that did not rejoin in time leave the group.
-        self.members.retain(|_, m| m.awaiting_join.is_some());
-        self.pending.clear();
+        // Dynamic members that did not rejoin in time leave the group; static ones stay (KIP-345),
+        // and MEMBER_ID_REQUIRED ids stay until their own session expires.
+        self.members
+            .retain(|_, m| m.awaiting_join.is_some() || m.group_instance_id.is_some());
         self.rebalance_deadline = None;
         self.generation_id += 1;
         if self.members.is_empty() {
@@ -733,9 +738,6 @@ impl Groups {
         instance_id: Option<&str>,
         version: i16,
     ) -> Result<&mut Group, ResponseError> {
-        if group_id.is_empty() {
-            return Err(ResponseError::InvalidGroupId);
-        }
         if !self.groups.contains_key(group_id) {
             // A group Kafka does not know: a commit from outside group management (generation
             // -1) creates it; any other is from a generation that no longer exists.
@@ -752,12 +754,17 @@ impl Groups {
                 .or_insert_with(Group::new));
         }
         let group = self.groups.get_mut(group_id).expect("checked above");
+        // An Empty group takes commits from outside group management (Kafka 4's
+        // `ClassicGroup.validateOffsetCommit`), whatever member id they carry.
+        if generation_id < 0 && group.state == GroupState::Empty {
+            return Ok(group);
+        }
         if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
             group.check_member(member_id, instance_id)?;
             if generation_id != group.generation_id {
                 return Err(ResponseError::IllegalGeneration);
             }
-        } else if group.state != GroupState::Empty {
+        } else {
             // When the group has members, only members may commit.
             return Err(ResponseError::UnknownMemberId);
         }
@@ -770,6 +777,14 @@ impl Groups {
     /// The group, to change, if it exists.
     pub fn get_mut(&mut self, group_id: &str) -> Option<&mut Group> {
         self.groups.get_mut(group_id)
+    }
+
+    /// Forgets every group's committed offsets of a deleted topic (Kafka's
+    /// `onPartitionsDeleted`).
+    pub fn forget_topic(&mut self, topic: &str) {
+        for group in self.groups.values_mut() {
+            group.forget_topic(topic);
+        }
     }
 
     /// Deletes an Empty group and its offsets.
