@@ -46,6 +46,7 @@ mod error;
 mod faults;
 mod handlers;
 pub mod journal;
+pub mod scenario;
 mod server;
 mod state;
 
@@ -58,6 +59,7 @@ pub use journal::{Entry, JournalSnapshot};
 pub use kafka_protocol::messages::ApiKey;
 /// Kafka's error codes, for [`Rule::error`].
 pub use kafka_protocol::ResponseError;
+pub use scenario::Scenario;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -46,6 +46,10 @@ enum Format {
 
 #[derive(Debug, clap::Args)]
 struct Serve {
+    /// A YAML scenario: cluster shape, fault rules and checks to run at the end (see the
+    /// README). Cannot be combined with the shape flags.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["brokers", "topics", "host", "port", "no_auto_create_topics", "default_partitions"])]
+    config: Option<std::path::PathBuf>,
     /// Number of brokers (node ids 1..=N).
     #[arg(long, default_value_t = 1)]
     brokers: usize,
@@ -140,29 +144,60 @@ fn check(args: &Check) -> i32 {
 }
 
 async fn serve(args: Serve) -> anyhow::Result<()> {
-    if args.brokers == 0 {
-        bail!("--brokers must be at least 1");
-    }
-    let mut builder = kmock::Cluster::builder()
-        .brokers(args.brokers)
-        .host(args.host)
-        .port(args.port)
-        .auto_create_topics(!args.no_auto_create_topics)
-        .default_partitions(args.default_partitions);
-    for (name, partitions) in &args.topics {
-        builder = builder.topic(name, *partitions);
-    }
+    let scenario = match &args.config {
+        Some(path) => Some(kmock::Scenario::load(path)?),
+        None => None,
+    };
+    let mut builder = match &scenario {
+        Some(scenario) => scenario.builder()?,
+        None => {
+            if args.brokers == 0 {
+                bail!("--brokers must be at least 1");
+            }
+            let mut builder = kmock::Cluster::builder()
+                .brokers(args.brokers)
+                .host(args.host)
+                .port(args.port)
+                .auto_create_topics(!args.no_auto_create_topics)
+                .default_partitions(args.default_partitions);
+            for (name, partitions) in &args.topics {
+                builder = builder.topic(name, *partitions);
+            }
+            builder
+        }
+    };
     if let Some(path) = &args.journal {
         let file = std::fs::File::create(path)
             .with_context(|| format!("cannot create journal file {}", path.display()))?;
         builder = builder.journal_jsonl(std::io::BufWriter::new(file));
     }
     let cluster = builder.start().await?;
+    let checks = match &scenario {
+        Some(scenario) => {
+            for rule in scenario.rules()? {
+                cluster.add_rule(rule)?;
+            }
+            scenario.checks()?
+        }
+        None => None,
+    };
     println!("bootstrap: {}", cluster.bootstrap());
     shutdown_signal().await?;
     tracing::info!("stopping");
     cluster.shutdown().await;
-    Ok(())
+    let (report, expectations) = kmock::scenario::finish(&cluster, checks.as_ref());
+    let mut failed = false;
+    if let Some(report) = report {
+        print!("{report}");
+        failed |= !report.is_clean();
+    }
+    if let Err(unmet) = expectations {
+        println!("{unmet}");
+        failed = true;
+    }
+    // Exit without dropping the cluster: its drop would report unmet expectations again.
+    std::io::Write::flush(&mut std::io::stdout())?;
+    std::process::exit(i32::from(failed));
 }
 
 async fn shutdown_signal() -> anyhow::Result<()> {

@@ -333,6 +333,12 @@ impl From<u64> for Times {
     }
 }
 
+impl From<(Bound<u64>, Bound<u64>)> for Times {
+    fn from((start, end): (Bound<u64>, Bound<u64>)) -> Self {
+        Self(start, end)
+    }
+}
+
 macro_rules! times_from_range {
     ($($range:ty),*) => {$(
         impl From<$range> for Times {
