@@ -276,6 +276,18 @@ impl ClusterBuilder {
             config,
             journal_sink,
         } = self;
+        if config.default_partitions < 1 {
+            return Err(Error::Config(format!(
+                "default partitions must be at least 1 (Kafka's num.partitions), not {}",
+                config.default_partitions
+            )));
+        }
+        if config.host.is_unspecified() {
+            return Err(Error::Config(format!(
+                "{} cannot be advertised to clients; give the address they should connect to",
+                config.host
+            )));
+        }
         let mut listeners = Vec::with_capacity(config.brokers);
         let mut brokers = Vec::with_capacity(config.brokers);
         for i in 0..config.brokers {
@@ -335,6 +347,7 @@ impl ClusterBuilder {
         tracing::info!(bootstrap = %bootstrap(&shared.brokers), "kmock cluster started");
         Ok(Cluster {
             inner: Arc::new(Inner {
+                verified: std::sync::atomic::AtomicBool::new(false),
                 shared,
                 shutdown,
                 tracker,
@@ -364,17 +377,22 @@ pub struct Cluster {
 
 #[derive(Debug)]
 struct Inner {
+    /// Whether `verify()` was called: then the drop does not check again.
+    verified: std::sync::atomic::AtomicBool,
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 }
 
 impl Drop for Inner {
-    /// Stops the cluster, and panics if a rule's expectation is unmet (unless the thread is
-    /// already panicking), so a test that forgot `verify()` still fails.
+    /// Stops the cluster, and panics if a rule's expectation is unmet — unless `verify()` was
+    /// called (its result was seen) or the thread is already panicking — so a test that forgot
+    /// `verify()` still fails. A drop inside a task that the runtime drops on shutdown cannot
+    /// fail the test: call `verify()` there.
     fn drop(&mut self) {
         self.shutdown.cancel();
-        if !std::thread::panicking() {
+        let verified = self.verified.load(std::sync::atomic::Ordering::Relaxed);
+        if !verified && !std::thread::panicking() {
             if let Err(unmet) = self.shared.rules().verify() {
                 panic!("kmock fault expectations not met:\n{unmet}");
             }

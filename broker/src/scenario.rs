@@ -152,6 +152,9 @@ impl Scenario {
     /// A sentence with the line and column of the problem, or naming the bad rule.
     pub fn parse(text: &str) -> Result<Self, String> {
         let scenario: Self = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        if scenario.brokers == Some(0) {
+            return Err("brokers must be at least 1".into());
+        }
         scenario.rules().map_err(|e| e.to_string())?;
         scenario.checks().map_err(|e| e.to_string())?;
         if let Some(v) = &scenario.kafka_version {
@@ -277,6 +280,9 @@ impl RuleSpec {
             return Err("give at most one of nth, first, every, probability, times".into());
         }
         if let Some(n) = self.nth {
+            if n == 0 {
+                return Err("nth counts from 1".into());
+            }
             rule = rule.nth(n);
         }
         if let Some(n) = self.first {
@@ -317,6 +323,11 @@ impl RuleSpec {
             actions.push(rule.clone().silence());
         }
         if let Some(e) = &self.error {
+            if !crate::faults::supports_error(api) {
+                return Err(format!(
+                    "kmock cannot inject errors into {api:?} answers yet"
+                ));
+            }
             actions.push(rule.clone().error(error_named(e)?));
         }
         let mut rule = match actions.len() {
@@ -345,7 +356,7 @@ impl RuleSpec {
 
 /// A Kafka error by its protocol name (`NOT_COORDINATOR`).
 fn error_named(name: &str) -> Result<ResponseError, String> {
-    (1..=200)
+    (-1..=200)
         .filter_map(ResponseError::try_from_code)
         .find(|e| screaming(&format!("{e:?}")) == name)
         .ok_or_else(|| {
@@ -366,7 +377,7 @@ fn screaming(camel: &str) -> String {
 }
 
 /// A Rust-style range: `3..5`, `3..=5`, `3..`, `..=5`, `..`, or a single number.
-fn range<T: std::str::FromStr>(text: &str) -> Result<(Bound<T>, Bound<T>), String> {
+fn range<T: std::str::FromStr + PartialOrd>(text: &str) -> Result<(Bound<T>, Bound<T>), String> {
     let bad = || format!("bad range {text:?}: write 3..5, 3..=5, 3.., ..=5 or a number");
     let parse = |s: &str| s.trim().parse::<T>().map_err(|_| bad());
     let Some((start, end)) = text.split_once("..") else {
@@ -384,6 +395,13 @@ fn range<T: std::str::FromStr>(text: &str) -> Result<(Bound<T>, Bound<T>), Strin
         None if end.trim().is_empty() => Bound::Unbounded,
         None => Bound::Excluded(parse(end)?),
     };
+    if let (Bound::Included(a), Bound::Included(b) | Bound::Excluded(b)) = (&start, &end) {
+        if a > b {
+            return Err(format!(
+                "range {text:?} is empty: its start is past its end"
+            ));
+        }
+    }
     Ok((start, end))
 }
 

@@ -27,7 +27,7 @@ use crate::handlers::{self, Answer, Ctx};
 use crate::journal::summary::{self, RequestSummary, ResponseSummary};
 use crate::journal::{Arrival, Entry};
 use kafka_protocol::messages::ApiKey;
-use kafka_protocol::messages::ResponseKind;
+use kafka_protocol::messages::{RequestKind, ResponseKind};
 
 /// Frames read ahead of the one being handled before the reader stops reading: backpressure.
 const READ_AHEAD: usize = 64;
@@ -265,6 +265,12 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
         Decoded::Request(request) => {
             let (api, version) = (request.api_key, request.version);
             let correlation_id = request.header.correlation_id;
+            if fired.error.is_some()
+                && matches!(&request.body, RequestKind::Produce(p) if p.acks == 0)
+            {
+                // An acks=0 request gets no answer: Kafka closes the connection on a failure.
+                return Outcome::Close("fault: error on an acks=0 produce".into());
+            }
             let injected = fired
                 .error
                 .and_then(|e| faults::error_response(&request.body, version, e));

@@ -128,14 +128,14 @@ async fn sequence_kinds(batches: &[Batch]) -> (Report, Vec<String>) {
 
 #[tokio::test]
 async fn each_produce_sequence_violation_is_named() {
-    let cases: [(&[Batch], &[&str]); 6] = [
+    let cases: [(&[Batch], &[&str]); 7] = [
         (&[(0, 0, 5), (0, 5, 5), (0, 0, 5)], &[]), // in order, then a retry of the first batch
         (&[(0, 0, 5), (0, 7, 1)], &["sequence-gap"]),
         (&[(0, 0, 5), (0, 2, 5)], &["sequence-overlap"]),
-        (
-            &[(0, 0, 5), (0, 10, 5), (0, 5, 5)],
-            &["sequence-gap", "sequence-reorder"],
-        ),
+        // No state: 10.. is taken; then 0.. is behind it (Kafka answers 45, not stored).
+        (&[(0, 10, 5), (0, 0, 5)], &["sequence-reorder"]),
+        // A refused batch does not count as sent: 5.. after a refused 10.. is in order.
+        (&[(0, 0, 5), (0, 10, 5), (0, 5, 5)], &["sequence-gap"]),
         (&[(0, 0, 5), (1, 3, 1)], &["epoch-not-reset"]),
         (&[(1, 0, 5), (0, 5, 1)], &["epoch-regression"]),
     ];
@@ -154,10 +154,13 @@ async fn more_produce_requests_in_flight_than_the_limit_is_inflight_exceeded() {
     cluster
         .add_rule(Rule::on(ApiKey::Produce).delay(Duration::from_millis(100)))
         .unwrap();
-    let records = [record(b"k", b"v")];
-    let sends = (0..3).map(|_| client.produce("t", 0, &records, -1));
+    // Three idempotent batches pipelined on one connection, each held 100 ms.
+    let sends = (0..3).map(|i| client.send(batch(0, i, 1), 9));
     for answer in futures::future::join_all(sends).await {
-        answer.unwrap();
+        assert_eq!(
+            answer.unwrap().responses[0].partition_responses[0].error_code,
+            0
+        );
     }
     let report = cluster.check(
         &Checks::only(["inflight-exceeded"])
@@ -313,4 +316,139 @@ async fn a_commit_outside_the_members_assignment_and_one_from_an_old_generation_
     );
     let unassigned = &report.violations[0];
     assert_eq!(unassigned.key, "g/t-1");
+}
+
+#[tokio::test]
+async fn a_member_committing_while_another_joins_is_not_stale() {
+    let (cluster, a) = setup().await;
+    let b = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    let (generation, member) = group::join(&a, "").await;
+    group::sync(&a, generation, &member, &[(&member, &[0, 1])]).await;
+    // B's JoinGroup waits for A to rejoin; meanwhile A commits with its current generation, as
+    // librdkafka does before rejoining, and Kafka accepts it.
+    let (_, _) = tokio::join!(group::join(&b, ""), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let answer = a
+            .send(member_commit(generation, &member, 0, 5), 8)
+            .await
+            .unwrap();
+        assert_eq!(answer.topics[0].partitions[0].error_code, 0);
+        group::join(&a, &member).await
+    });
+    cluster.check(&Checks::default()).assert_clean();
+}
+
+#[tokio::test]
+async fn a_non_idempotent_producer_is_not_held_to_an_in_flight_limit() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(Rule::on(ApiKey::Produce).delay(Duration::from_millis(50)))
+        .unwrap();
+    let records = [record(b"k", b"v")];
+    let sends = (0..4).map(|_| client.produce("t", 0, &records, -1));
+    futures::future::join_all(sends).await;
+    cluster
+        .check(&Checks::default().max_in_flight(2))
+        .assert_clean();
+}
+
+#[tokio::test]
+async fn a_batch_split_after_message_too_large_is_not_a_re_batched_retry() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(
+            Rule::on(ApiKey::Produce)
+                .nth(2)
+                .error(kmock::ResponseError::MessageTooLarge),
+        )
+        .unwrap();
+    for (first, count) in [(0, 2), (2, 4), (2, 2), (4, 2)] {
+        client.send(batch(0, first, count), 9).await.unwrap();
+    }
+    cluster.check(&Checks::default()).assert_clean();
+}
+
+#[tokio::test]
+async fn a_gap_after_a_batch_lost_with_its_connection_is_named() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(Rule::on(ApiKey::Produce).nth(2).disconnect())
+        .unwrap();
+    client.send(batch(0, 0, 1), 9).await.unwrap();
+    assert!(
+        client.send(batch(0, 1, 1), 9).await.is_err(),
+        "the second batch is dropped with its connection"
+    );
+    let again = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    again.send(batch(0, 2, 1), 9).await.unwrap(); // skips the lost sequence 1
+    let report = cluster.check(&Checks::default());
+    assert_eq!(kinds(&report), ["sequence-gap"], "{report}");
+}
+
+#[tokio::test]
+async fn sequences_wrapping_past_i32_max_are_in_order() {
+    let (cluster, client) = setup().await;
+    for (first, count) in [(i32::MAX - 2, 3), (0, 1), (1, 1)] {
+        let answer = client.send(batch(0, first, count), 9).await.unwrap();
+        assert_eq!(
+            answer.responses[0].partition_responses[0].error_code, 0,
+            "batch from {first}"
+        );
+    }
+    cluster.check(&Checks::default()).assert_clean();
+}
+
+#[tokio::test]
+async fn a_stale_commit_after_one_applied_but_unanswered_is_a_regression() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(
+            Rule::on(ApiKey::OffsetCommit)
+                .nth(2)
+                .disconnect_after_apply(),
+        )
+        .unwrap();
+    client.send(commit(&[(0, 10)]), 8).await.unwrap();
+    assert!(
+        client.send(commit(&[(0, 12)]), 8).await.is_err(),
+        "applied, answer lost"
+    );
+    let again = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    again.send(commit(&[(0, 11)]), 8).await.unwrap();
+    let report = cluster.check(&Checks::default());
+    assert_eq!(kinds(&report), ["offset-commit-regression"], "{report}");
+}
+
+#[tokio::test]
+async fn deleting_a_topic_is_not_a_lost_write() {
+    let (cluster, client) = setup().await;
+    client
+        .produce("t", 0, &[record(b"k", b"v")], -1)
+        .await
+        .unwrap();
+    client
+        .send(
+            kafka_protocol::messages::DeleteTopicsRequest::default()
+                .with_topic_names(vec![common::name("t")]),
+            5,
+        )
+        .await
+        .unwrap();
+    cluster.check(&Checks::default()).assert_clean();
+}
+
+#[tokio::test]
+async fn an_error_injected_into_an_acks_0_produce_closes_the_connection() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(Rule::on(ApiKey::Produce).error(kmock::ResponseError::NotLeaderOrFollower))
+        .unwrap();
+    client
+        .produce("t", 0, &[record(b"k", b"v")], 0)
+        .await
+        .unwrap();
+    assert!(
+        client.wait_closed(Duration::from_secs(5)).await,
+        "acks=0 failures close the connection"
+    );
 }

@@ -4,11 +4,12 @@
 //! - `duplicate-write`: the same producer id, epoch and base sequence stored twice;
 //! - `out-of-order-write`: an idempotent producer's batches stored in an order other than
 //!   their sequence order (within one epoch);
-//! - `lost-write`: a batch answered with success whose base offset does not hold it.
+//! - `lost-write`: a batch answered with success whose base offset, still in the log, does not
+//!   hold it.
 
 use std::collections::HashMap;
 
-use super::{Checks, EntryRef, Violation};
+use super::{sequence_ahead, Checks, EntryRef, Violation};
 use crate::journal::{Entry, RequestSummary};
 use crate::state::ClusterState;
 
@@ -41,7 +42,9 @@ pub fn check(state: &ClusterState, entries: &[Entry], checks: &Checks) -> Vec<Vi
                 if let Some((previous, at)) =
                     last_sequence.insert((pid, epoch), (sequence, batch.base_offset))
                 {
-                    if sequence < previous && checks.runs("out-of-order-write") {
+                    if sequence_ahead(i64::from(previous), i64::from(sequence)) < 0
+                        && checks.runs("out-of-order-write")
+                    {
                         violations.push(Violation {
                             kind: "out-of-order-write".into(),
                             key: key.clone(),
@@ -77,11 +80,22 @@ fn lost_writes(state: &ClusterState, entries: &[Entry]) -> Vec<Violation> {
                 continue;
             };
             let key = format!("{}-{}", b.topic, b.partition);
-            let stored = state
+            // A partition deleted (or re-created shorter) since says nothing about the write.
+            let Some(log) = state
                 .topics
                 .get(&b.topic)
                 .and_then(|t| t.partition(b.partition))
-                .and_then(|p| p.log.batches().iter().find(|s| s.base_offset == offset))
+                .map(|p| &p.log)
+            else {
+                continue;
+            };
+            if offset < log.log_start_offset() || offset >= log.log_end_offset() {
+                continue;
+            }
+            let stored = log
+                .batches()
+                .iter()
+                .find(|s| s.base_offset == offset)
                 .is_some_and(|s| s.producer == (b.producer_id, b.producer_epoch, b.base_sequence));
             if !stored {
                 violations.push(Violation {

@@ -204,6 +204,28 @@ impl fmt::Display for Report {
     }
 }
 
+/// Whether a request the journal holds without an answer was nevertheless applied: a fault
+/// that applies and then drops the answer fired on it.
+pub(crate) fn applied_unanswered(entry: &Entry) -> bool {
+    entry
+        .faults
+        .iter()
+        .any(|f| f.ends_with("disconnect_after_apply") || f.ends_with("silence"))
+}
+
+/// Producer sequences live in 0..2^31 and wrap from 2^31−1 to 0.
+pub(crate) const SEQUENCE_SPACE: i64 = 1 << 31;
+
+/// How far `to` is ahead of `from` in the wrapping sequence space, within ±2^30.
+pub(crate) fn sequence_ahead(from: i64, to: i64) -> i64 {
+    let d = (to - from).rem_euclid(SEQUENCE_SPACE);
+    if d >= SEQUENCE_SPACE / 2 {
+        d - SEQUENCE_SPACE
+    } else {
+        d
+    }
+}
+
 /// Runs the journal checks of `checks` over `entries` (in arrival order), as `kmock check`
 /// does offline. Log checks need the partition logs and are reported as skipped; in process,
 /// [`crate::Cluster::check`] runs them too.

@@ -1,5 +1,7 @@
-//! Produce sequence, per (producer id, topic, partition), over every idempotent batch the
-//! client sent (accepted or not), in arrival order; and requests in flight per connection.
+//! Produce sequence, per (producer id, topic, partition), in arrival order: every idempotent
+//! batch the client sent is checked against the batches the broker stored before it (answered
+//! NONE, or applied before a fault dropped the answer); and idempotent producers' requests in
+//! flight per connection.
 //!
 //! - `epoch-regression`: a batch from an older producer epoch after a newer one;
 //! - `epoch-not-reset`: the first batch of a new epoch does not start at sequence 0;
@@ -8,24 +10,25 @@
 //!   any batch sent before (it was sent after a later one);
 //! - `sequence-overlap`: a batch overlaps sequences sent before without being a retry of the
 //!   same batch (a re-batched retry: Kafka answers it OUT_OF_ORDER_SEQUENCE_NUMBER);
-//! - `inflight-exceeded`: more Produce requests (acks ≠ 0) outstanding on one connection than
-//!   [`Checks::max_in_flight`].
+//! - `inflight-exceeded`: more Produce requests (acks ≠ 0, from an idempotent producer)
+//!   outstanding on one connection than [`Checks::max_in_flight`].
 //!
-//! A retry of a batch already sent (same epoch, base sequence and record count) is never a
-//! violation. Sequences are compared without the wrap at 2^31−1.
+//! A retry of a batch already stored (same epoch, base sequence and record count) is never a
+//! violation; a batch the broker refused or never applied does not count as sent. Sequences
+//! wrap from 2^31−1 to 0.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::{Checks, EntryRef, Violation};
+use super::{applied_unanswered, sequence_ahead, Checks, EntryRef, Violation, SEQUENCE_SPACE};
 use crate::journal::{Entry, RequestSummary};
 
 #[derive(Default)]
 struct Producer<'a> {
     epoch: i16,
-    /// Next expected sequence: the end of the highest batch sent in this epoch.
+    /// Next expected sequence: the end of the highest batch stored in this epoch.
     next: i64,
-    /// `(base, count, entry)` of every batch sent in this epoch.
+    /// `(base, count, entry)` of every batch stored in this epoch.
     sent: Vec<(i64, i64, &'a Entry)>,
 }
 
@@ -38,6 +41,12 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             continue;
         };
         for b in produce.partitions.iter().filter(|b| b.producer_id >= 0) {
+            // Only batches the broker stored move the producer's state on; every batch sent is
+            // checked against it.
+            let applied = match b.error_code {
+                Some(code) => code == 0,
+                None => applied_unanswered(entry),
+            };
             let key = format!("producer {} {}-{}", b.producer_id, b.topic, b.partition);
             let mut report = |kind: &str, involved: Vec<&Entry>, message: String| {
                 if checks.runs(kind) {
@@ -50,16 +59,19 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 }
             };
             let (base, count) = (i64::from(b.base_sequence), i64::from(b.record_count.max(0)));
+            let end = (base + count).rem_euclid(SEQUENCE_SPACE);
             let slot = (b.producer_id, b.topic.clone(), b.partition);
             let Some(state) = producers.get_mut(&slot) else {
-                producers.insert(
-                    slot,
-                    Producer {
-                        epoch: b.producer_epoch,
-                        next: base + count,
-                        sent: vec![(base, count, entry)],
-                    },
-                );
+                if applied {
+                    producers.insert(
+                        slot,
+                        Producer {
+                            epoch: b.producer_epoch,
+                            next: end,
+                            sent: vec![(base, count, entry)],
+                        },
+                    );
+                }
                 continue;
             };
             let last = state.sent.last().map(|(_, _, e)| *e).unwrap_or(entry);
@@ -85,11 +97,13 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                         ),
                     );
                 }
-                *state = Producer {
-                    epoch: b.producer_epoch,
-                    next: base + count,
-                    sent: vec![(base, count, entry)],
-                };
+                if applied {
+                    *state = Producer {
+                        epoch: b.producer_epoch,
+                        next: end,
+                        sent: vec![(base, count, entry)],
+                    };
+                }
                 continue;
             }
             if state
@@ -97,20 +111,24 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 .iter()
                 .any(|(sb, sc, _)| *sb == base && *sc == count)
             {
-                continue; // a retry of a batch already sent
+                continue; // a retry of a batch already stored
             }
+            let ahead = sequence_ahead(state.next, base);
             let overlapped = state
                 .sent
                 .iter()
-                .find(|(sb, sc, _)| base < sb + sc && *sb < base + count)
+                .find(|(sb, sc, _)| {
+                    let d = sequence_ahead(*sb, base);
+                    d < *sc && -d < count
+                })
                 .map(|(_, _, e)| *e);
-            if base > state.next {
+            if ahead > 0 {
                 report(
                     "sequence-gap",
                     vec![last, entry],
                     format!(
-                        "Produce seq {} (conn {}) sent {key} from sequence {base} but {} was next after seq {}: sequences {}..{base} were skipped",
-                        entry.seq, entry.conn, state.next, last.seq, state.next
+                        "Produce seq {} (conn {}) sent {key} from sequence {base} but {} was next after seq {}: {ahead} sequences were skipped",
+                        entry.seq, entry.conn, state.next, last.seq
                     ),
                 );
             } else if let Some(earlier) = overlapped {
@@ -122,7 +140,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                         entry.seq, entry.conn, base + count, earlier.seq
                     ),
                 );
-            } else if base < state.next {
+            } else if ahead < 0 {
                 report(
                     "sequence-reorder",
                     vec![last, entry],
@@ -132,8 +150,12 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     ),
                 );
             }
-            state.next = state.next.max(base + count);
-            state.sent.push((base, count, entry));
+            if applied {
+                if sequence_ahead(state.next, end) > 0 {
+                    state.next = end;
+                }
+                state.sent.push((base, count, entry));
+            }
         }
     }
     if checks.runs("inflight-exceeded") {
@@ -153,7 +175,8 @@ fn in_flight(entries: &[Entry], limit: usize) -> Vec<Violation> {
         let Some(RequestSummary::Produce(p)) = &entry.request else {
             continue;
         };
-        if p.acks == 0 {
+        // Only idempotent producers promise a bound (librdkafka and the Java client: 5).
+        if p.acks == 0 || !p.partitions.iter().any(|b| b.producer_id >= 0) {
             continue;
         }
         let pending = outstanding.entry(entry.conn).or_default();

@@ -515,8 +515,10 @@ impl Rules {
                 .faults
                 .push(format!("{}: {}", rule.name, rule.action.describe()));
             match &rule.action {
-                Action::Delay(d) => fired.delay += *d,
-                Action::DelayResponse(d) => fired.delay_response += *d,
+                Action::Delay(d) => fired.delay = fired.delay.saturating_add(*d),
+                Action::DelayResponse(d) => {
+                    fired.delay_response = fired.delay_response.saturating_add(*d)
+                }
                 Action::Disconnect => fired.disconnect = true,
                 Action::DisconnectAfterApply => fired.disconnect_after_apply = true,
                 Action::Silence => fired.silence = true,
