@@ -252,3 +252,20 @@ async fn shutdown_finishes_with_many_requests_queued_behind_a_slow_one() -> Resu
     assert!(journal.entries()[0].is("Metadata") && journal.entries()[0].response.is_none());
     Ok(())
 }
+
+#[tokio::test]
+async fn a_cluster_refuses_to_advertise_an_unspecified_host_or_default_to_zero_partitions() {
+    let unspecified = kmock::Cluster::builder()
+        .host("0.0.0.0".parse().unwrap())
+        .start()
+        .await;
+    assert!(
+        matches!(unspecified, Err(kmock::Error::Config(_))),
+        "{unspecified:?}"
+    );
+    let zero = kmock::Cluster::builder()
+        .default_partitions(0)
+        .start()
+        .await;
+    assert!(matches!(zero, Err(kmock::Error::Config(_))), "{zero:?}");
+}
