@@ -11,9 +11,7 @@ use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
-use kafka_protocol::messages::offset_fetch_response::{
-    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponseTopic,
-};
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -181,33 +179,7 @@ pub(crate) fn error_response(
                     .collect(),
             ),
         ),
-        RequestKind::OffsetFetch(r) if version < 2 => ResponseKind::OffsetFetch(
-            OffsetFetchResponse::default().with_topics(
-                r.topics
-                    .iter()
-                    .flatten()
-                    .map(|t| {
-                        OffsetFetchResponseTopic::default()
-                            .with_name(t.name.clone())
-                            .with_partitions(
-                                t.partition_indexes
-                                    .iter()
-                                    .map(|&p| {
-                                        OffsetFetchResponsePartition::default()
-                                            .with_partition_index(p)
-                                            .with_committed_offset(-1)
-                                            .with_metadata(Some(StrBytes::default()))
-                                            .with_error_code(code)
-                                    })
-                                    .collect(),
-                            )
-                    })
-                    .collect(),
-            ),
-        ),
-        RequestKind::OffsetFetch(_) => {
-            ResponseKind::OffsetFetch(OffsetFetchResponse::default().with_error_code(code))
-        }
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(crate::handlers::offset_fetch::error_answer(r, version, error)),
         RequestKind::FindCoordinator(r) if version >= 4 => ResponseKind::FindCoordinator(
             FindCoordinatorResponse::default().with_coordinators(
                 r.coordinator_keys

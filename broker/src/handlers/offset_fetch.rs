@@ -73,31 +73,7 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
             .collect()
     });
     match fetch(ctx, &request.group_id, asked) {
-        // v1 has no top-level error: Kafka puts it on every partition asked.
-        Err(e) if version < 2 => OffsetFetchResponse::default().with_topics(
-            request
-                .topics
-                .iter()
-                .flatten()
-                .map(|t| {
-                    OffsetFetchResponseTopic::default()
-                        .with_name(t.name.clone())
-                        .with_partitions(
-                            t.partition_indexes
-                                .iter()
-                                .map(|&p| {
-                                    OffsetFetchResponsePartition::default()
-                                        .with_partition_index(p)
-                                        .with_committed_offset(-1)
-                                        .with_metadata(Some(StrBytes::default()))
-                                        .with_error_code(e.code())
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        ),
-        Err(e) => OffsetFetchResponse::default().with_error_code(e.code()),
+        Err(e) => error_answer(&request, version, e),
         Ok(found) => OffsetFetchResponse::default().with_topics(
             found
                 .into_iter()
@@ -125,6 +101,35 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
                 .collect(),
         ),
     }
+}
+
+/// The answer carrying a group-level `error`: top level from v2; before, on every partition
+/// asked, as Kafka's `OffsetFetchRequest.getErrorResponse`. (v8+ answers per group.)
+pub fn error_answer(request: &OffsetFetchRequest, version: i16, error: ResponseError) -> OffsetFetchResponse {
+    if version >= 2 {
+        return OffsetFetchResponse::default().with_error_code(error.code());
+    }
+    OffsetFetchResponse::default().with_topics(
+        request
+            .topics
+            .iter()
+            .flatten()
+            .map(|t| {
+                OffsetFetchResponseTopic::default().with_name(t.name.clone()).with_partitions(
+                    t.partition_indexes
+                        .iter()
+                        .map(|&p| {
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(-1)
+                                .with_metadata(Some(StrBytes::default()))
+                                .with_error_code(error.code())
+                        })
+                        .collect(),
+                )
+            })
+            .collect(),
+    )
 }
 
 fn parts(committed: Option<CommittedOffset>) -> (i64, i32, StrBytes) {
