@@ -251,7 +251,9 @@ impl ClusterBuilder {
     }
 
     /// Entries the journal keeps in memory; when full the oldest go and are counted in
-    /// [`JournalSnapshot::evicted`]. Default 1,000,000. 0 keeps none (a sink still gets all).
+    /// [`JournalSnapshot::evicted`]. Default 1,000,000. 0 keeps none (a sink still gets all);
+    /// 0 without a sink turns the journal off: requests are numbered, not decoded into entries
+    /// (fault rules still see an entry).
     pub fn journal_capacity(mut self, entries: usize) -> Self {
         self.config.journal_capacity = entries;
         self

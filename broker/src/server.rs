@@ -114,10 +114,15 @@ async fn run_connection(
             match codec::decode_request(frame, handlers::supported_versions) {
                 Ok(decoded) => {
                     let mut fired = Fired::default();
-                    let seq = journal.append(&arrival, |entry| {
-                        record_request(entry, &decoded, &shared);
-                        fired = shared.rules().apply(entry);
-                    });
+                    // With the journal off and no fault rules, nothing reads an entry: only number it.
+                    let seq = if journal.records() || shared.rules().any() {
+                        journal.append(&arrival, |entry| {
+                            record_request(entry, &decoded, &shared);
+                            fired = shared.rules().apply(entry);
+                        })
+                    } else {
+                        journal.number()
+                    };
                     // Numbered on arrival; then wait for room ahead of the processor, and give
                     // up (completing the entry, unanswered) if the connection closes meanwhile.
                     let queued = tokio::select! {

@@ -454,6 +454,11 @@ impl Rules {
         Ok(id)
     }
 
+    /// Whether any rule is in force.
+    pub fn any(&self) -> bool {
+        !self.active.is_empty()
+    }
+
     /// Removes a rule; `false` if there was none with this id.
     pub fn remove(&mut self, id: u64) -> bool {
         let Some(i) = self.active.iter().position(|a| a.id == id) else {

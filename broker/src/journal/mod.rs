@@ -366,6 +366,21 @@ impl Journal {
         }
     }
 
+    /// Whether entries are kept anywhere: in memory (capacity above 0) or in a sink. When not,
+    /// the journal is off and [`Self::number`] is all a request needs.
+    pub fn records(&self) -> bool {
+        self.capacity > 0 || self.sink.is_some()
+    }
+
+    /// Gives a request its seq without building an entry (journal off), counting it as evicted.
+    pub fn number(&self) -> u64 {
+        let mut state = self.state();
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        state.evicted += 1;
+        seq
+    }
+
     /// µs since the cluster started.
     pub fn now_us(&self) -> u64 {
         self.started.elapsed().as_micros() as u64
