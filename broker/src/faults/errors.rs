@@ -179,7 +179,9 @@ pub(crate) fn error_response(
                     .collect(),
             ),
         ),
-        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(crate::handlers::offset_fetch::error_answer(r, version, error)),
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(
+            crate::handlers::offset_fetch::error_answer(r, version, error),
+        ),
         RequestKind::FindCoordinator(r) if version >= 4 => ResponseKind::FindCoordinator(
             FindCoordinatorResponse::default().with_coordinators(
                 r.coordinator_keys

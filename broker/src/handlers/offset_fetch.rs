@@ -105,7 +105,11 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
 
 /// The answer carrying a group-level `error`: top level from v2; before, on every partition
 /// asked, as Kafka's `OffsetFetchRequest.getErrorResponse`. (v8+ answers per group.)
-pub fn error_answer(request: &OffsetFetchRequest, version: i16, error: ResponseError) -> OffsetFetchResponse {
+pub fn error_answer(
+    request: &OffsetFetchRequest,
+    version: i16,
+    error: ResponseError,
+) -> OffsetFetchResponse {
     if version >= 2 {
         return OffsetFetchResponse::default().with_error_code(error.code());
     }
@@ -115,18 +119,20 @@ pub fn error_answer(request: &OffsetFetchRequest, version: i16, error: ResponseE
             .iter()
             .flatten()
             .map(|t| {
-                OffsetFetchResponseTopic::default().with_name(t.name.clone()).with_partitions(
-                    t.partition_indexes
-                        .iter()
-                        .map(|&p| {
-                            OffsetFetchResponsePartition::default()
-                                .with_partition_index(p)
-                                .with_committed_offset(-1)
-                                .with_metadata(Some(StrBytes::default()))
-                                .with_error_code(error.code())
-                        })
-                        .collect(),
-                )
+                OffsetFetchResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        t.partition_indexes
+                            .iter()
+                            .map(|&p| {
+                                OffsetFetchResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_committed_offset(-1)
+                                    .with_metadata(Some(StrBytes::default()))
+                                    .with_error_code(error.code())
+                            })
+                            .collect(),
+                    )
             })
             .collect(),
     )
