@@ -300,11 +300,12 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
         }
     };
     if let Some(throttle) = fired.throttle {
-        faults::with_throttle(
-            &mut body,
-            version,
-            throttle.as_millis().min(i32::MAX as u128) as i32,
-        );
+        let ms = throttle.as_millis().min(i32::MAX as u128) as i32;
+        if !faults::with_throttle(&mut body, version, ms) {
+            // No throttle field at this version: throttle by holding the answer, as brokers
+            // did before KIP-219.
+            tokio::time::sleep(throttle).await;
+        }
     }
     if !fired.delay_response.is_zero() {
         tokio::time::sleep(fired.delay_response).await;

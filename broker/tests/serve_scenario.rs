@@ -12,15 +12,18 @@ use kafka_protocol::messages::offset_commit_request::{
 use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
 use kmock_client::Client;
 
-/// The example scenario with `port: 0`, in a temporary file.
-fn on_free_ports(name: &str) -> PathBuf {
+/// The example scenario with `port: 0`, in a temporary file of this test (`tag`).
+fn on_free_ports(name: &str, tag: &str) -> PathBuf {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/scenarios")
         .join(name);
     let text = std::fs::read_to_string(&fixture)
         .unwrap()
         .replace("port: 9092", "port: 0");
-    let path = std::env::temp_dir().join(format!("kmock-scenario-{}-{name}", std::process::id()));
+    let path = std::env::temp_dir().join(format!(
+        "kmock-scenario-{}-{tag}-{name}",
+        std::process::id()
+    ));
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -104,7 +107,7 @@ async fn commit_all(first_broker: &str, offsets: &[i64]) -> Duration {
 
 #[tokio::test]
 async fn the_slow_commits_scenario_delays_commits_and_reports_a_regression_when_stopped() {
-    let path = on_free_ports("slow-commits.yaml");
+    let path = on_free_ports("slow-commits.yaml", "regression");
     let (serve, broker) = serve(&path);
     let took = commit_all(&broker, &[12, 11]).await;
     assert!(
@@ -122,7 +125,7 @@ async fn the_slow_commits_scenario_delays_commits_and_reports_a_regression_when_
 
 #[tokio::test]
 async fn the_slow_commits_scenario_exits_0_for_commits_that_move_forward() {
-    let path = on_free_ports("slow-commits.yaml");
+    let path = on_free_ports("slow-commits.yaml", "forward");
     let (serve, broker) = serve(&path);
     commit_all(&broker, &[1, 2, 3]).await;
     let (code, out) = stop(serve);
@@ -133,7 +136,7 @@ async fn the_slow_commits_scenario_exits_0_for_commits_that_move_forward() {
 
 #[test]
 fn the_produce_disconnects_scenario_loads_and_runs() {
-    let path = on_free_ports("produce-disconnects.yaml");
+    let path = on_free_ports("produce-disconnects.yaml", "load");
     let (serve, _) = serve(&path);
     let (code, out) = stop(serve);
     assert_eq!(code, 0, "{out}");
@@ -153,7 +156,7 @@ fn a_scenario_with_a_typo_fails_with_the_file_and_line() {
         .args(["serve", "--config", path.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "a bad scenario is bad input");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("partitons") && stderr.contains("line 5") && stderr.contains("typo.yaml"),

@@ -193,6 +193,29 @@ async fn throttle_sets_the_throttle_time_of_a_normal_answer() {
 }
 
 #[tokio::test]
+async fn throttle_holds_the_answer_at_versions_without_a_throttle_field() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(Rule::on(ApiKey::Metadata).throttle(Duration::from_millis(300)))
+        .unwrap();
+    let started = Instant::now();
+    client
+        .send(kafka_protocol::messages::MetadataRequest::default(), 1)
+        .await
+        .unwrap(); // no throttle field in v1
+    assert!(
+        started.elapsed() >= Duration::from_millis(290),
+        "answered after {:?}",
+        started.elapsed()
+    );
+    let answer = client
+        .send(kafka_protocol::messages::MetadataRequest::default(), 3)
+        .await
+        .unwrap();
+    assert_eq!(answer.throttle_time_ms, 300, "v3 carries the throttle time");
+}
+
+#[tokio::test]
 async fn nth_fires_on_the_nth_matching_request_only() {
     let (cluster, client) = setup().await;
     let rule = cluster

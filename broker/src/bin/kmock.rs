@@ -88,8 +88,10 @@ fn parse_topic(s: &str) -> anyhow::Result<(String, i32)> {
     Ok((name.to_owned(), partitions))
 }
 
+/// Exit status: 0, 1 for violations or unmet expectations (`check`, `serve --config`), 2 for
+/// bad input (flags, scenario, journal) or a failure to start.
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -98,7 +100,12 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match Cli::parse().command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => {
+            if let Err(e) = serve(args).await {
+                eprintln!("kmock: {e:#}");
+                std::process::exit(2);
+            }
+        }
         Command::Check(args) => std::process::exit(check(&args)),
     }
 }

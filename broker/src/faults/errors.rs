@@ -228,13 +228,15 @@ pub(crate) fn error_response(
     })
 }
 
-/// Sets the answer's throttle time, where the version has the field (left unchanged where it
-/// has not).
-pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_ms: i32) {
+/// Sets the answer's throttle time; `false` when the version has no such field.
+pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_ms: i32) -> bool {
     macro_rules! set {
         ($r:expr, $min:expr) => {
             if version >= $min {
                 $r.throttle_time_ms = throttle_ms;
+                true
+            } else {
+                false
             }
         };
     }
@@ -262,6 +264,6 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::DescribeCluster(r) => set!(r, 0),
         ResponseKind::DeleteGroups(r) => set!(r, 0),
         ResponseKind::OffsetDelete(r) => set!(r, 0),
-        _ => {}
+        _ => false,
     }
 }

@@ -51,7 +51,8 @@ pub enum Action {
     /// Answer with this error where Kafka would put it (top level, per topic or per
     /// partition), without handling the request.
     Error(ResponseError),
-    /// Answer normally, with this throttle time.
+    /// Answer normally, with this throttle time (at versions without the field, the answer is
+    /// held that long instead, as before KIP-219).
     Throttle(Duration),
 }
 
