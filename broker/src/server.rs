@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 use crate::cluster::Shared;
 use crate::codec::CodecError;
 use crate::codec::{self, Decoded};
-use crate::connection::{write_frame, FrameReader};
+use crate::connection::{write_frame, FrameError, FrameReader};
 use crate::faults::{self, Fired};
 use crate::handlers::{self, Answer, Ctx};
 use crate::journal::summary::{self, RequestSummary, ResponseSummary};
@@ -100,6 +100,13 @@ async fn run_connection(
             let frame = match frame {
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
+                // A socket error (say, a reset from a client that closed abruptly) is no bad
+                // request: the connection just ends.
+                Err(FrameError::Io(e)) => {
+                    tracing::debug!(parent: &span, "connection ended: {e}");
+                    close.cancel();
+                    break;
+                }
                 Err(e) => {
                     let seq =
                         journal.append(&arrival, |entry| entry.bad_request = Some(e.to_string()));
