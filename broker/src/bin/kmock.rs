@@ -178,6 +178,7 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
             .with_context(|| format!("cannot create journal file {}", path.display()))?;
         builder = builder.journal_jsonl(std::io::BufWriter::new(file));
     }
+    let mut stop = StopSignals::new()?;
     let cluster = builder.start().await?;
     let checks = match &scenario {
         Some(scenario) => {
@@ -189,7 +190,7 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
         None => None,
     };
     println!("bootstrap: {}", cluster.bootstrap());
-    shutdown_signal().await?;
+    stop.wait().await;
     tracing::info!("stopping");
     cluster.shutdown().await;
     let (report, expectations) = kmock::scenario::finish(&cluster, checks.as_ref());
@@ -207,12 +208,26 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
     std::process::exit(i32::from(failed));
 }
 
-async fn shutdown_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result?,
-        _ = term.recv() => {}
+/// SIGINT and SIGTERM, listened for from creation: make it before telling anyone the cluster
+/// is up, so a signal sent right after the bootstrap line is not lost (or fatal).
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
     }
-    Ok(())
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
 }
