@@ -88,6 +88,8 @@ enum Count {
 pub struct Rule {
     name: Option<String>,
     api: ApiKey,
+    /// Kafka's name of `api`, as the journal writes it (compared on every request).
+    api_name: String,
     versions: Option<(i16, i16)>,
     broker: Option<i32>,
     connection: Option<u64>,
@@ -109,6 +111,7 @@ impl Rule {
         Self {
             name: None,
             api,
+            api_name: format!("{api:?}"),
             versions: None,
             broker: None,
             connection: None,
@@ -286,8 +289,7 @@ impl Rule {
     }
 
     fn matches(&self, entry: &Entry) -> bool {
-        let api = format!("{:?}", self.api);
-        if !entry.is(&api) {
+        if !entry.is(&self.api_name) {
             return false;
         }
         let version_ok = self
@@ -296,9 +298,7 @@ impl Rule {
         let partitions = entry.partitions();
         let partition_ok = match (&self.topic, self.partition) {
             (None, None) => true,
-            (Some(t), None) => {
-                partitions.iter().any(|(pt, _)| pt == t) || entry.topics().contains(&t.as_str())
-            }
+            (Some(t), None) => partitions.iter().any(|(pt, _)| pt == t),
             (None, Some(p)) => partitions.iter().any(|(_, pp)| *pp == p),
             (Some(t), Some(p)) => partitions.iter().any(|(pt, pp)| pt == t && *pp == p),
         };

@@ -98,9 +98,10 @@ impl Entry {
         }
     }
 
-    /// The topics the request names, each once.
+    /// The topics the request names, each once, sorted.
     pub fn topics(&self) -> Vec<&str> {
         let mut topics: Vec<&str> = self.partitions().into_iter().map(|(t, _)| t).collect();
+        topics.sort_unstable();
         topics.dedup();
         topics
     }
