@@ -36,7 +36,8 @@ const READ_AHEAD: usize = 64;
 /// through, alone).
 const READ_AHEAD_BYTES: usize = 16 * 1024 * 1024;
 
-/// Accepts connections until `shutdown` is cancelled, each served by its own task.
+/// Accepts connections until `shutdown` is cancelled (the cluster stops, or this broker goes
+/// down), each served by its own task on `tracker`; the listener closes when this returns.
 pub(crate) async fn serve(
     listener: TcpListener,
     node_id: i32,
