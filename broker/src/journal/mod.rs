@@ -160,9 +160,13 @@ impl Entry {
         }
     }
 
-    /// The topics the request names, each once, sorted.
+    /// The topics the request names (those of [`Self::partitions`], and DeleteTopics'), each
+    /// once, sorted.
     pub fn topics(&self) -> Vec<&str> {
         let mut topics: Vec<&str> = self.partitions().into_iter().map(|(t, _)| t).collect();
+        if let Some(RequestSummary::DeleteTopics(deleted)) = &self.request {
+            topics.extend(deleted.iter().map(String::as_str));
+        }
         topics.sort_unstable();
         topics.dedup();
         topics
