@@ -286,7 +286,7 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
             }
             let injected = fired
                 .error
-                .and_then(|e| faults::error_response(&request.body, version, e));
+                .and_then(|e| faults::error_response(ctx, &request.body, version, e));
             let body = match injected {
                 Some(body) => body,
                 None => match handlers::handle(ctx, *request).await {

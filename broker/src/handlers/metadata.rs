@@ -69,6 +69,13 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
             .collect(),
     };
     drop(state);
+    cluster_metadata(ctx, &down).with_topics(topics)
+}
+
+/// A Metadata answer with the cluster's part only: the live brokers (all but `down`), the
+/// cluster id and the controller (the first live broker); no topics.
+pub fn cluster_metadata(ctx: &Ctx<'_>, down: &BTreeSet<i32>) -> MetadataResponse {
+    let shared = ctx.shared;
     let live = shared.brokers.iter().filter(|b| !down.contains(&b.node_id));
     let controller = live.clone().next().map_or(-1, |b| b.node_id);
     let brokers = live
@@ -84,7 +91,6 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
         .with_brokers(brokers)
         .with_cluster_id(Some(str_bytes(&shared.config.cluster_id)))
         .with_controller_id(BrokerId(controller))
-        .with_topics(topics)
         .with_cluster_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
 }
 
