@@ -47,6 +47,7 @@ mod faults;
 mod handlers;
 pub mod journal;
 pub mod scenario;
+pub mod schedule;
 mod server;
 mod state;
 

@@ -24,6 +24,9 @@
 //!                           # silence (true), error (a Kafka error name: NOT_COORDINATOR)
 //!     expect: "1.."         # optional: a number or a range of firings
 //! checks: [offset-commit-regression]  # run when kmock serve stops; "all" for every check
+//! operations:               # cluster operations while serving (crate::schedule)
+//!   - { at: 500ms, every: 1s, broker_down: 1 }
+//!   - { at: 800ms, every: 1s, broker_up: 1 }
 //! ```
 //!
 //! Unknown fields are refused; a bad file fails with the file, line and column, and what is
@@ -73,6 +76,9 @@ pub struct Scenario {
     /// Checks to run when the cluster stops.
     #[serde(default)]
     pub checks: Vec<String>,
+    /// Cluster operations to run while serving ([`crate::schedule`]).
+    #[serde(default)]
+    pub operations: Vec<crate::schedule::OperationSpec>,
 }
 
 /// A topic of a scenario.
@@ -160,6 +166,10 @@ impl Scenario {
         }
         scenario.rules().map_err(|e| e.to_string())?;
         scenario.checks().map_err(|e| e.to_string())?;
+        for (i, op) in scenario.operations.iter().enumerate() {
+            op.validate()
+                .map_err(|e| format!("operation {} (at {:?}): {e}", i + 1, op.at))?;
+        }
         if let Some(v) = &scenario.kafka_version {
             v.parse::<KafkaVersion>().map_err(|e| e.to_string())?;
         }

@@ -185,6 +185,11 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
             for rule in scenario.rules()? {
                 cluster.add_rule(rule)?;
             }
+            // Ends with the process; repeating operations run until then.
+            tokio::spawn(kmock::schedule::run(
+                cluster.clone(),
+                scenario.operations.clone(),
+            ));
             scenario.checks()?
         }
         None => None,
