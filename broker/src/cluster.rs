@@ -14,8 +14,8 @@ use tokio_util::task::TaskTracker;
 use crate::check::{Checks, Report};
 use crate::error::Error;
 use crate::faults::{Rule, RuleStats, Rules};
-use crate::journal::{Entry, Journal, JournalError, JournalSnapshot, Sink};
-use crate::state::ClusterState;
+use crate::journal::{ClusterOperation, Entry, Journal, JournalError, JournalSnapshot, Sink};
+use crate::state::{ClusterState, Placement};
 use std::io::Write;
 
 /// A broker's identity as clients see it in Metadata.
@@ -90,6 +90,33 @@ pub(crate) struct Config {
     pub journal_capacity: usize,
     pub offsets_topic_partitions: i32,
     pub seed: u64,
+    /// `None`: 3, or the broker count if smaller.
+    pub replication_factor: Option<usize>,
+}
+
+impl Config {
+    /// The default replication factor of new topics.
+    pub fn replication_factor(&self) -> usize {
+        self.replication_factor.unwrap_or(self.brokers.min(3))
+    }
+
+    /// A fresh state: the brokers, the internal topics and the configured topics.
+    fn initial_state(&self, nodes: Vec<i32>) -> Result<ClusterState, Error> {
+        let placement = Placement {
+            default_replication_factor: self.replication_factor(),
+            offsets_topic_partitions: self.offsets_topic_partitions,
+        };
+        let id_seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut state = ClusterState::new(nodes, placement, id_seed);
+        for (name, partitions) in &self.topics {
+            state
+                .create_topic(name, *partitions, None, BTreeMap::new())
+                .map_err(|e| Error::Topic(e.message))?;
+        }
+        Ok(state)
+    }
 }
 
 impl Default for Config {
@@ -107,6 +134,7 @@ impl Default for Config {
             journal_capacity: crate::journal::DEFAULT_CAPACITY,
             offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,
             seed: 0,
+            replication_factor: None,
         }
     }
 }
@@ -236,6 +264,15 @@ impl ClusterBuilder {
         self
     }
 
+    /// Replicas of each partition of a topic created without a replication factor (Kafka's
+    /// `default.replication.factor`, whose default is 1). Default: 3, or the broker count if
+    /// smaller, so that a broker taken down ([`Cluster::broker_down`]) fails over as a
+    /// production cluster does. Checked against the broker count at start.
+    pub fn replication_factor(mut self, replicas: usize) -> Self {
+        self.config.replication_factor = Some(replicas);
+        self
+    }
+
     /// Partitions of `__consumer_offsets`, which decide each group's coordinator (Kafka's
     /// `offsets.topic.num.partitions`). Default 50.
     ///
@@ -269,8 +306,9 @@ impl ClusterBuilder {
     /// Binds every listener, creates the configured topics and starts serving.
     ///
     /// # Errors
-    /// [`Error::Config`] for default partitions below 1 or an unspecified host (`0.0.0.0`, `::`:
-    /// Kafka refuses to advertise those); [`Error::Bind`] when a port cannot be bound;
+    /// [`Error::Config`] for default partitions below 1, a replication factor of 0 or above
+    /// the broker count, or an unspecified host (`0.0.0.0`, `::`: Kafka refuses to advertise
+    /// those); [`Error::Bind`] when a port cannot be bound;
     /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one partition,
     /// given twice).
     pub async fn start(self) -> Result<Cluster, Error> {
@@ -282,6 +320,13 @@ impl ClusterBuilder {
             return Err(Error::Config(format!(
                 "default partitions must be at least 1 (Kafka's num.partitions), not {}",
                 config.default_partitions
+            )));
+        }
+        if !(1..=config.brokers).contains(&config.replication_factor()) {
+            return Err(Error::Config(format!(
+                "replication factor {} is not between 1 and the {} brokers",
+                config.replication_factor(),
+                config.brokers
             )));
         }
         if config.host.is_unspecified() {
@@ -313,16 +358,7 @@ impl ClusterBuilder {
             });
             listeners.push(listener);
         }
-        let nodes = brokers.iter().map(|b| b.node_id).collect();
-        let seed = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut state = ClusterState::new(nodes, seed);
-        for (name, partitions) in &config.topics {
-            state
-                .create_topic(name, *partitions, BTreeMap::new())
-                .map_err(|e| Error::Topic(e.message))?;
-        }
+        let state = config.initial_state(brokers.iter().map(|b| b.node_id).collect())?;
         let journal = Journal::new(config.journal_capacity, journal_sink);
         let seed = config.seed;
         let shared = Arc::new(Shared {
@@ -336,15 +372,13 @@ impl ClusterBuilder {
         });
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
-        for (listener, broker) in listeners.into_iter().zip(&shared.brokers) {
-            tracker.spawn(crate::server::serve(
-                listener,
-                broker.node_id,
-                Arc::clone(&shared),
-                shutdown.clone(),
-                tracker.clone(),
-            ));
-        }
+        let listeners = listeners
+            .into_iter()
+            .zip(&shared.brokers)
+            .map(|(listener, broker)| {
+                Listening::start(listener, broker.node_id, &shared, &shutdown)
+            })
+            .collect();
         tracker.spawn(group_timers(Arc::clone(&shared), shutdown.clone()));
         tracing::info!(bootstrap = %bootstrap(&shared.brokers), "kmock cluster started");
         Ok(Cluster {
@@ -353,6 +387,7 @@ impl ClusterBuilder {
                 shared,
                 shutdown,
                 tracker,
+                listeners: tokio::sync::Mutex::new(listeners),
             }),
         })
     }
@@ -383,7 +418,46 @@ struct Inner {
     verified: std::sync::atomic::AtomicBool,
     shared: Arc<Shared>,
     shutdown: CancellationToken,
+    /// Cluster-wide tasks (group timers).
     tracker: TaskTracker,
+    /// Each broker's listener and connections, by node id order; also serializes cluster
+    /// operations.
+    listeners: tokio::sync::Mutex<Vec<Listening>>,
+}
+
+/// One broker's accept loop and connections: stopped together when the broker goes down.
+#[derive(Debug)]
+struct Listening {
+    stop: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl Listening {
+    /// Serves `listener` as broker `node_id` until `stop` (a child of `shutdown`) is cancelled.
+    fn start(
+        listener: TcpListener,
+        node_id: i32,
+        shared: &Arc<Shared>,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        let stop = shutdown.child_token();
+        let tasks = TaskTracker::new();
+        tasks.spawn(crate::server::serve(
+            listener,
+            node_id,
+            Arc::clone(shared),
+            stop.clone(),
+            tasks.clone(),
+        ));
+        Self { stop, tasks }
+    }
+
+    /// Closes the listener and every connection, and waits until they have ended.
+    async fn stop(&self) {
+        self.stop.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
 }
 
 impl Drop for Inner {
@@ -457,15 +531,181 @@ impl Cluster {
         self.inner
             .shared
             .state()
-            .create_topic(name, partitions, BTreeMap::new())
+            .create_topic(name, partitions, None, BTreeMap::new())
             .map(|_| ())
             .map_err(|e| Error::Topic(e.message))
     }
 
-    /// Node id of the leader of `topic`/`partition`, if the partition exists.
+    /// Node id of the leader of `topic`/`partition` (-1 while offline), if the partition
+    /// exists.
     pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
         let state = self.inner.shared.state();
         Some(state.topics.get(topic)?.partition(partition)?.leader)
+    }
+
+    /// Leader epoch of `topic`/`partition`, if the partition exists.
+    pub fn leader_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
+        let state = self.inner.shared.state();
+        Some(state.topics.get(topic)?.partition(partition)?.leader_epoch)
+    }
+
+    /// Node id of `group_id`'s coordinator: the leader of its `__consumer_offsets` partition
+    /// (-1 while that partition is offline).
+    pub fn coordinator(&self, group_id: &str) -> i32 {
+        self.inner.shared.state().group_coordinator(group_id)
+    }
+
+    /// Takes broker `node_id` down, as a broker that stops: every partition it led (and every
+    /// group it coordinated) moves to the first replica on a live broker, with the leader
+    /// epoch bumped, as Kafka's controller fails over ([`LeaderChange`](crate::journal::LeaderChange)s
+    /// are journaled as one [`ClusterOperation::BrokerDown`] entry); then its listener closes
+    /// and its connections are closed. When this returns, connecting to it is refused and
+    /// Metadata no longer lists it.
+    ///
+    /// # Errors
+    /// [`Error::Operation`] when no such broker exists or it is already down.
+    pub async fn broker_down(&self, node_id: i32) -> Result<(), Error> {
+        let listeners = self.inner.listeners.lock().await;
+        let shared = &self.inner.shared;
+        let changes = shared
+            .state()
+            .broker_down(node_id, tokio::time::Instant::now())
+            .map_err(Error::Operation)?;
+        shared.journal.record_operation(
+            node_id,
+            ClusterOperation::BrokerDown {
+                node_id,
+                leader_changes: changes,
+            },
+        );
+        tracing::info!(broker = node_id, "broker down");
+        listeners[self.broker_index(node_id)].stop().await;
+        Ok(())
+    }
+
+    /// Brings broker `node_id` back on its address: it accepts connections again and leads
+    /// again the partitions whose preferred replica it is, and any offline partition it holds
+    /// a replica of (journaled as one [`ClusterOperation::BrokerUp`] entry).
+    ///
+    /// # Errors
+    /// [`Error::Operation`] when no such broker exists or it is not down; [`Error::Bind`]
+    /// when its port has been taken meanwhile (the broker stays down).
+    pub async fn broker_up(&self, node_id: i32) -> Result<(), Error> {
+        let mut listeners = self.inner.listeners.lock().await;
+        let shared = &self.inner.shared;
+        shared
+            .state()
+            .check_down(node_id)
+            .map_err(Error::Operation)?;
+        let index = self.broker_index(node_id);
+        let addr = shared.brokers[index].addr;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Bind { addr, source })?;
+        listeners[index] = Listening::start(listener, node_id, shared, &self.inner.shutdown);
+        let changes = shared
+            .state()
+            .broker_up(node_id, tokio::time::Instant::now())
+            .map_err(Error::Operation)?;
+        shared.journal.record_operation(
+            node_id,
+            ClusterOperation::BrokerUp {
+                node_id,
+                leader_changes: changes,
+            },
+        );
+        tracing::info!(broker = node_id, "broker up");
+        Ok(())
+    }
+
+    /// Makes broker `node_id` the leader of `topic`/`partition`, bumping the leader epoch; the
+    /// old leader answers NOT_LEADER_OR_FOLLOWER from then on (journaled as one
+    /// [`ClusterOperation::MoveLeader`] entry). Nothing changes when it already leads.
+    ///
+    /// # Errors
+    /// [`Error::Operation`] when the partition or broker does not exist, the broker is down or
+    /// holds no replica of the partition.
+    pub fn move_leader(&self, topic: &str, partition: i32, node_id: i32) -> Result<(), Error> {
+        let shared = &self.inner.shared;
+        let changes = shared
+            .state()
+            .move_leader(topic, partition, node_id, tokio::time::Instant::now())
+            .map_err(Error::Operation)?;
+        shared.journal.record_operation(
+            node_id,
+            ClusterOperation::MoveLeader {
+                topic: topic.to_owned(),
+                partition,
+                node_id,
+                leader_changes: changes,
+            },
+        );
+        Ok(())
+    }
+
+    /// Makes broker `node_id` the coordinator of `group_id`, by moving the leader of the
+    /// group's `__consumer_offsets` partition (so every group on that partition moves, as in
+    /// Kafka); the old coordinator answers NOT_COORDINATOR from then on, and JoinGroup and
+    /// SyncGroup requests waiting there are answered NOT_COORDINATOR (journaled as one
+    /// [`ClusterOperation::MoveCoordinator`] entry). Nothing changes when it already
+    /// coordinates the group.
+    ///
+    /// # Errors
+    /// As [`Cluster::move_leader`].
+    pub fn move_coordinator(&self, group_id: &str, node_id: i32) -> Result<(), Error> {
+        let shared = &self.inner.shared;
+        let changes = shared
+            .state()
+            .move_coordinator(group_id, node_id, tokio::time::Instant::now())
+            .map_err(Error::Operation)?;
+        shared.journal.record_operation(
+            node_id,
+            ClusterOperation::MoveCoordinator {
+                group_id: group_id.to_owned(),
+                node_id,
+                leader_changes: changes,
+            },
+        );
+        Ok(())
+    }
+
+    /// Starts afresh without restarting: the journal is emptied (numbering goes on, so no seq
+    /// is given twice), every topic is deleted and the configured ones created again empty
+    /// (new topic ids), groups and committed offsets and producers' sequence state are gone.
+    /// Listeners, ports, open connections, brokers down, fault rules and producer id
+    /// allocation (ids keep counting up) stay as they are.
+    ///
+    /// # Errors
+    /// [`Error::Topic`] when a configured topic cannot be created again (its replication
+    /// factor exceeds the brokers up); nothing is reset then.
+    pub fn reset(&self) -> Result<(), Error> {
+        let shared = &self.inner.shared;
+        let mut state = shared.state();
+        let mut fresh =
+            shared
+                .config
+                .initial_state(state.nodes.clone())
+                .and_then(|mut fresh| {
+                    let now = tokio::time::Instant::now();
+                    for &node in &state.down {
+                        fresh.broker_down(node, now).map_err(Error::Operation)?;
+                    }
+                    Ok(fresh)
+                })?;
+        std::mem::swap(&mut fresh.producers, &mut state.producers);
+        *state = fresh;
+        shared.journal.clear();
+        drop(state);
+        shared.data_arrived.notify_waiters();
+        tracing::info!("cluster reset");
+        Ok(())
+    }
+
+    fn broker_index(&self, node_id: i32) -> usize {
+        self.brokers()
+            .iter()
+            .position(|b| b.node_id == node_id)
+            .expect("the state knows the broker")
     }
 
     /// Puts a fault rule in force from the next request on.
@@ -549,6 +789,9 @@ impl Cluster {
     /// when this returns. Other clones of the handle see a stopped cluster.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
+        for listening in self.inner.listeners.lock().await.iter() {
+            listening.stop().await;
+        }
         self.inner.tracker.close();
         self.inner.tracker.wait().await;
     }

@@ -20,6 +20,9 @@ pub enum Error {
     /// Fault rules fired a number of times outside their expectations.
     #[error("fault expectations not met:\n{0}")]
     Expectation(String),
+    /// A cluster operation (broker down or up, leader or coordinator move) was refused.
+    #[error("cluster operation refused: {0}")]
+    Operation(String),
     /// A topic could not be created.
     #[error("cannot create topic: {0}")]
     Topic(String),

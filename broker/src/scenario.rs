@@ -9,6 +9,7 @@
 //! kafka_version: "2.4"      # behaviour to copy where versions differ (default: latest)
 //! auto_create_topics: true  # default true
 //! default_partitions: 1     # default 1
+//! replication_factor: 3     # replicas of new topics' partitions (default 3, or fewer brokers)
 //! journal_capacity: 1000000 # default 1,000,000 entries
 //! topics:
 //!   - { name: orders, partitions: 6 }
@@ -59,6 +60,8 @@ pub struct Scenario {
     pub auto_create_topics: Option<bool>,
     /// Partitions of an auto-created topic.
     pub default_partitions: Option<i32>,
+    /// Replicas of each partition of a new topic.
+    pub replication_factor: Option<usize>,
     /// Journal entries kept in memory.
     pub journal_capacity: Option<usize>,
     /// Topics created at start.
@@ -167,11 +170,16 @@ impl Scenario {
     /// but the port defaults to 9092 as for `kmock serve`).
     ///
     /// # Errors
-    /// [`Error::Config`] for a bad `kafka_version`.
+    /// [`Error::Config`] for a bad `kafka_version` or `brokers: 0`.
     pub fn builder(&self) -> Result<ClusterBuilder, Error> {
         let mut b = crate::Cluster::builder().port(self.port.unwrap_or(9092));
-        if let Some(n) = self.brokers {
-            b = b.brokers(n);
+        match self.brokers {
+            Some(0) => return Err(Error::Config("brokers must be at least 1".into())),
+            Some(n) => b = b.brokers(n),
+            None => {}
+        }
+        if let Some(n) = self.replication_factor {
+            b = b.replication_factor(n);
         }
         if let Some(host) = self.host {
             b = b.host(host);

@@ -36,7 +36,8 @@ const READ_AHEAD: usize = 64;
 /// through, alone).
 const READ_AHEAD_BYTES: usize = 16 * 1024 * 1024;
 
-/// Accepts connections until `shutdown` is cancelled, each served by its own task.
+/// Accepts connections until `shutdown` is cancelled (the cluster stops, or this broker goes
+/// down), each served by its own task on `tracker`; the listener closes when this returns.
 pub(crate) async fn serve(
     listener: TcpListener,
     node_id: i32,
@@ -285,7 +286,7 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
             }
             let injected = fired
                 .error
-                .and_then(|e| faults::error_response(&request.body, version, e));
+                .and_then(|e| faults::error_response(ctx, &request.body, version, e));
             let body = match injected {
                 Some(body) => body,
                 None => match handlers::handle(ctx, *request).await {

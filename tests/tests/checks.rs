@@ -420,7 +420,7 @@ async fn a_stale_commit_after_one_applied_but_unanswered_is_a_regression() {
 }
 
 #[tokio::test]
-async fn deleting_a_topic_is_not_a_lost_write() {
+async fn a_topic_deleted_and_created_again_is_not_a_lost_write() {
     let (cluster, client) = setup().await;
     client
         .produce("t", 0, &[record(b"k", b"v")], -1)
@@ -434,6 +434,12 @@ async fn deleting_a_topic_is_not_a_lost_write() {
         )
         .await
         .unwrap();
+    cluster.check(&Checks::default()).assert_clean();
+    // Offset 0 of the new t holds another producer's batch: the first write was to the old t.
+    cluster.create_topic("t", 2).unwrap();
+    let answer = client.send(batch(0, 0, 1), 9).await.unwrap();
+    let stored = &answer.responses[0].partition_responses[0];
+    assert_eq!((stored.error_code, stored.base_offset), (0, 0));
     cluster.check(&Checks::default()).assert_clean();
 }
 

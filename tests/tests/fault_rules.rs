@@ -179,6 +179,22 @@ async fn error_on_offset_commit_is_answered_per_partition_and_not_applied() {
 }
 
 #[tokio::test]
+async fn error_on_metadata_is_answered_per_topic_beside_the_brokers() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(Rule::on(ApiKey::Metadata).error(ResponseError::UnknownTopicOrPartition))
+        .unwrap();
+    let answer = client.metadata(Some(&["t"])).await.unwrap();
+    assert_eq!(
+        answer.topics[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    // Kafka lists the brokers beside a topic's error; a client must find them there.
+    let brokers: Vec<i32> = answer.brokers.iter().map(|b| b.node_id.0).collect();
+    assert_eq!((brokers, answer.controller_id.0), (vec![1], 1));
+}
+
+#[tokio::test]
 async fn throttle_sets_the_throttle_time_of_a_normal_answer() {
     let (cluster, client) = setup().await;
     cluster

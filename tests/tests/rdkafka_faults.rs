@@ -5,13 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
 use kmock::journal::{JournalSnapshot, ProduceBatch, ProducePartition};
 use kmock::{ApiKey, Rule};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::producer::FutureProducer;
 
 const MESSAGES: usize = 5_000;
 const PARTITIONS: i32 = 3;
@@ -97,61 +94,26 @@ async fn an_idempotent_producer_survives_lost_answers_and_every_message_is_store
         .set("message.timeout.ms", "60000")
         .create()
         .unwrap();
-    // Enqueued one at a time in number order, so each partition's production order is the
-    // order of the numbers sent to it.
-    let deliveries: Vec<_> = (0..MESSAGES)
-        .map(|i| {
-            let (key, value) = (format!("key-{}", i % 997), i.to_string());
-            let record = FutureRecord::to("t").key(&key).payload(&value);
-            producer
-                .send_result(record)
-                .unwrap_or_else(|(e, _)| panic!("message {i} not queued: {e}"))
-        })
-        .collect();
-    let mut delivered = vec![(0, 0); MESSAGES];
-    // Message numbers sent to each partition, in production order: index = producer sequence.
-    let mut produced = vec![Vec::new(); PARTITIONS as usize];
-    for (i, result) in join_all(deliveries).await.into_iter().enumerate() {
-        let d = result
-            .unwrap()
-            .unwrap_or_else(|(e, _)| panic!("message {i} not delivered: {e}"));
-        delivered[i] = (d.partition, d.offset);
-        produced[d.partition as usize].push(i);
-    }
+    let produced = kmock_tests::produce_numbered(
+        &producer,
+        "t",
+        PARTITIONS,
+        MESSAGES,
+        (MESSAGES, Duration::ZERO),
+    )
+    .await
+    .unwrap();
     let fired = lost.fired();
     assert!(fired >= 3, "the rule fired {fired} times, not 3 or more");
-
-    let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", cluster.bootstrap())
-        .set("group.id", "reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut assignment = TopicPartitionList::new();
-    let mut ends = Vec::new();
-    for p in 0..PARTITIONS {
-        assignment
-            .add_partition_offset("t", p, Offset::Beginning)
-            .unwrap();
-        let (_, high) = consumer
-            .fetch_watermarks("t", p, Duration::from_secs(10))
-            .unwrap();
-        ends.push(high as usize);
-    }
-    consumer.assign(&assignment).unwrap();
-    // (offset, message number) of each partition's records.
-    let mut stored = vec![Vec::new(); PARTITIONS as usize];
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while stored.iter().zip(&ends).any(|(s, &end)| s.len() < end) {
-        let message = tokio::time::timeout_at(deadline, consumer.recv())
-            .await
-            .unwrap_or_else(|_| panic!("timed out reading the log; high watermarks {ends:?}"))
-            .unwrap();
-        let n: usize = String::from_utf8_lossy(message.payload().unwrap())
-            .parse()
-            .unwrap();
-        stored[message.partition() as usize].push((message.offset(), n));
-    }
+    let stored = kmock_tests::read_log(
+        &cluster.bootstrap(),
+        "t",
+        PARTITIONS,
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    let ends: Vec<usize> = stored.iter().map(Vec::len).collect();
 
     let journal = cluster.journal();
     let around = |p: i32, at: usize| {
@@ -164,27 +126,8 @@ async fn an_idempotent_producer_survives_lost_answers_and_every_message_is_store
             describe(near)
         )
     };
-    for (p, messages) in (0..).zip(&stored) {
-        // Offsets from 0, holding the partition's messages in production order, where their
-        // delivery reports put them.
-        let expected: Vec<(i64, usize)> = (0..).zip(produced[p as usize].iter().copied()).collect();
-        let wrong = |k: usize| match (messages.get(k), expected.get(k)) {
-            (got, Some(&(o, n))) => got != Some(&(o, n)) || delivered[n] != (p, o),
-            (got, None) => got.is_some(),
-        };
-        if let Some(k) = (0..messages.len().max(expected.len())).find(|&k| wrong(k)) {
-            panic!(
-                "t/{p}: (offset, message) {k} of the log is {:?}, expected {:?}, delivery \
-                 report (partition, offset) {:?} (log {} records, {} produced to it); {}",
-                messages.get(k),
-                expected.get(k),
-                expected.get(k).map(|&(_, n)| delivered[n]),
-                messages.len(),
-                expected.len(),
-                around(p, k)
-            );
-        }
-    }
+    kmock_tests::exactly_once_in_order(&stored, &produced, around)
+        .unwrap_or_else(|e| panic!("{e}"));
 
     // The log is in production order, so a batch's first message is at its base sequence.
     let stored_at = |p: i32, sequence: i32| Some(stored.get(p as usize)?.get(sequence as usize)?.0);

@@ -17,6 +17,8 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::handlers::{metadata, Ctx};
+
 /// The APIs `error(code)` can answer.
 const ERROR_APIS: &[ApiKey] = &[
     ApiKey::Produce,
@@ -39,8 +41,10 @@ pub(crate) fn supports_error(api: ApiKey) -> bool {
 }
 
 /// The answer to `request` (at `version`) carrying `error`, or `None` for an API not in
-/// [`supports_error`].
+/// [`supports_error`]. A Metadata answer still lists the brokers (`ctx` says which are up), as
+/// Kafka's does beside a topic's error.
 pub(crate) fn error_response(
+    ctx: &Ctx<'_>,
     request: &RequestKind,
     version: i16,
     error: ResponseError,
@@ -133,7 +137,7 @@ pub(crate) fn error_response(
             ),
         ),
         RequestKind::Metadata(r) => ResponseKind::Metadata(
-            MetadataResponse::default().with_topics(
+            metadata::cluster_metadata(ctx, &ctx.shared.state().down.clone()).with_topics(
                 r.topics
                     .iter()
                     .flatten()

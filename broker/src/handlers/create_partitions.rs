@@ -28,6 +28,7 @@ pub fn handle(
     let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
     let mut state = ctx.shared.state();
     let nodes = state.nodes.clone();
+    let live = state.live_nodes();
     let results = request
         .topics
         .into_iter()
@@ -62,9 +63,14 @@ pub fn handle(
                             ))
                         } else if let Some(m) = bad_assignment {
                             Err((ResponseError::InvalidReplicaAssignment, m))
+                        } else if topic.replication_factor > live.len() {
+                            Err((
+                                ResponseError::InvalidReplicationFactor,
+                                format!("replication factor {} cannot be reached: {} brokers are up", topic.replication_factor, live.len()),
+                            ))
                         } else {
                             if !request.validate_only {
-                                topic.add_partitions(t.count, &nodes);
+                                topic.add_partitions(t.count, &live);
                             }
                             Ok(())
                         }

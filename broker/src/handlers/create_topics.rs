@@ -1,14 +1,16 @@
 //! CreateTopics (API key 19), versions 2–7.
 //!
 //! Validates as Kafka's controller does: legal unique name, at least one partition (-1 takes
-//! the cluster default), replication factor -1 or 1..=brokers, known configs; `validate_only`
+//! the cluster default), replication factor -1 (the cluster default) or 1..=live brokers,
+//! known configs; `validate_only`
 //! checks without creating. v5+ answers carry the partition count, replication factor and
 //! every config with its source; v7 the topic id.
 //!
 //! Deviations from Apache Kafka: more than 100,000 partitions is INVALID_PARTITIONS (a memory
-//! guard, `state::topics::MAX_PARTITIONS`); kmock keeps one replica, so a replication factor above 1 is
-//! accepted (up to the broker count) but reported as asked while the partition has one replica;
-//! a manual replica assignment sets the partition count, and leaders stay round-robin.
+//! guard, `state::topics::MAX_PARTITIONS`); a manual replica assignment sets the partition count
+//! and the replication factor (that of its first partition), but replicas are placed
+//! round-robin as for a count; the cluster's default replication factor is 3 or the broker count
+//! if smaller (Kafka's `default.replication.factor` is 1), so that a broker going down fails over.
 
 use std::collections::BTreeMap;
 
@@ -88,7 +90,6 @@ fn create(
         .collect();
     // Kafka's order: name, existence and configs before partitions and replicas.
     ctx.shared.state().check_name_and_configs(name, &configs)?;
-    let brokers = ctx.shared.brokers.len() as i16;
     if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
         return fail(
             ResponseError::InvalidRequest,
@@ -116,30 +117,30 @@ fn create(
         (0, n) => n,
         (n, _) => n as i32,
     };
-    let replication_factor = match t.replication_factor {
-        -1 => 1,
-        rf if rf < 1 || rf > brokers => {
-            return fail(
-                ResponseError::InvalidReplicationFactor,
-                format!("replication factor {rf} is not between 1 and the {brokers} brokers"),
-            )
-        }
-        rf => rf,
+    let replication_factor = match (t.assignments.first(), t.replication_factor) {
+        (Some(a), _) => Some(a.broker_ids.len() as i32),
+        (None, -1) => None,
+        (None, rf) => Some(i32::from(rf)),
     };
     let mut state = ctx.shared.state();
-    let id = if validate_only {
-        state.check_new_topic(t.name.0.as_str(), partitions, &configs)?;
-        uuid::Uuid::nil()
+    let (id, replication_factor) = if validate_only {
+        let rf =
+            state.check_new_topic(t.name.0.as_str(), partitions, replication_factor, &configs)?;
+        (uuid::Uuid::nil(), rf)
     } else {
-        state
-            .create_topic(t.name.0.as_str(), partitions, configs.clone())?
-            .id
+        let topic = state.create_topic(
+            t.name.0.as_str(),
+            partitions,
+            replication_factor,
+            configs.clone(),
+        )?;
+        (topic.id, topic.replication_factor)
     };
     Ok(CreatableTopicResult::default()
         .with_name(t.name.clone())
         .with_topic_id(id)
         .with_num_partitions(partitions)
-        .with_replication_factor(replication_factor)
+        .with_replication_factor(replication_factor as i16)
         .with_configs(Some(describe(&configs))))
 }
 

@@ -23,8 +23,9 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteGroupsRequest, _version: i16) -> Del
         .groups_names
         .iter()
         .map(|id| {
-            let result = if ctx.coordinates_group(id.0.as_str()) {
-                ctx.shared.state().groups.delete(id.0.as_str())
+            let mut state = ctx.shared.state();
+            let result = if ctx.coordinates_group(&state, id.0.as_str()) {
+                state.groups.delete(id.0.as_str())
             } else {
                 Err(ResponseError::NotCoordinator)
             };

@@ -12,16 +12,20 @@ use super::{advertised, str_bytes, Ctx};
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DescribeClusterRequest::VERSIONS;
 
-/// Lists the brokers, the cluster id and the controller (the first broker).
+/// Lists the live brokers, the cluster id and the controller (the first live broker).
 pub fn handle(
     ctx: &Ctx<'_>,
     request: DescribeClusterRequest,
     _version: i16,
 ) -> DescribeClusterResponse {
-    let brokers = ctx
+    let down = ctx.shared.state().down.clone();
+    let live = ctx
         .shared
         .brokers
         .iter()
+        .filter(|b| !down.contains(&b.node_id));
+    let controller = live.clone().next().map_or(-1, |b| b.node_id);
+    let brokers = live
         .map(|b| {
             let (host, port) = advertised(b);
             DescribeClusterBroker::default()
@@ -33,7 +37,7 @@ pub fn handle(
     DescribeClusterResponse::default()
         .with_endpoint_type(request.endpoint_type)
         .with_cluster_id(str_bytes(&ctx.shared.config.cluster_id))
-        .with_controller_id(BrokerId(ctx.shared.brokers[0].node_id))
+        .with_controller_id(BrokerId(controller))
         .with_brokers(brokers)
         .with_cluster_authorized_operations(i32::MIN)
 }

@@ -124,6 +124,8 @@ fn broker_configs(ctx: &Ctx<'_>) -> Vec<Config> {
             let value = match *k {
                 "auto.create.topics.enable" => config.auto_create_topics.to_string(),
                 "num.partitions" => config.default_partitions.to_string(),
+                "default.replication.factor" => config.replication_factor().to_string(),
+                "offsets.topic.num.partitions" => config.offsets_topic_partitions.to_string(),
                 "socket.request.max.bytes" => config.max_frame_bytes.to_string(),
                 _ => (*v).to_owned(),
             };

@@ -32,10 +32,10 @@ pub fn handle(
             let described = DescribedGroup::default()
                 .with_group_id(id.clone())
                 .with_authorized_operations(i32::MIN);
-            if !ctx.coordinates_group(id.0.as_str()) {
+            let state = ctx.shared.state();
+            if !ctx.coordinates_group(&state, id.0.as_str()) {
                 return described.with_error_code(ResponseError::NotCoordinator.code());
             }
-            let state = ctx.shared.state();
             let Some(group) = state.groups.get(id.0.as_str()) else {
                 let dead = described.with_group_state(text(GroupState::Dead.name().to_owned()));
                 return if version >= 6 {

@@ -2,7 +2,9 @@
 //!
 //! Groups (key type 0) are coordinated by the leader of their `__consumer_offsets` partition,
 //! transactional ids (key type 1) by the leader of their `__transaction_state` partition, as
-//! Kafka places them ([`crate::state::coordinator`]). v0–3 ask for one key, v4+ for a batch.
+//! Kafka places them ([`crate::state::coordinator`]); COORDINATOR_NOT_AVAILABLE while that
+//! partition has no live replica ([`crate::state::failover`]). v0–3 ask for one key, v4+ for
+//! a batch.
 //!
 //! Deviations from Apache Kafka: share-group keys (type 2) get INVALID_REQUEST.
 
@@ -12,7 +14,6 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{advertised, Ctx};
-use crate::state::coordinator::{coordinator_for, TRANSACTION_STATE_PARTITIONS};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = FindCoordinatorRequest::VERSIONS;
@@ -32,9 +33,10 @@ pub fn handle(
         .into_iter()
         .map(|key| {
             let answer = Coordinator::default().with_key(key.clone());
-            let partitions = match request.key_type {
-                0 => ctx.shared.config.offsets_topic_partitions,
-                1 => TRANSACTION_STATE_PARTITIONS,
+            let state = ctx.shared.state();
+            let node = match request.key_type {
+                0 => state.group_coordinator(key.as_str()),
+                1 => state.transaction_coordinator(key.as_str()),
                 other => {
                     return answer
                         .with_node_id(BrokerId(-1))
@@ -45,14 +47,14 @@ pub fn handle(
                         ))))
                 }
             };
-            let nodes: Vec<i32> = ctx.shared.brokers.iter().map(|b| b.node_id).collect();
-            let node = coordinator_for(key.as_str(), partitions, &nodes);
-            let broker = ctx
-                .shared
-                .brokers
-                .iter()
-                .find(|b| b.node_id == node)
-                .expect("a node of the cluster");
+            drop(state);
+            // -1: the coordinator's partition is offline (every replica's broker is down).
+            let Some(broker) = ctx.shared.brokers.iter().find(|b| b.node_id == node) else {
+                return answer
+                    .with_node_id(BrokerId(-1))
+                    .with_port(-1)
+                    .with_error_code(ResponseError::CoordinatorNotAvailable.code());
+            };
             let (host, port) = advertised(broker);
             answer
                 .with_node_id(BrokerId(node))

@@ -19,8 +19,9 @@ pub const VERSIONS: VersionRange = HeartbeatRequest::VERSIONS;
 /// Records the heartbeat.
 pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> HeartbeatResponse {
     let group_id = request.group_id.0.as_str();
-    let result = if ctx.coordinates_group(group_id) {
-        ctx.shared.state().groups.heartbeat(
+    let mut state = ctx.shared.state();
+    let result = if ctx.coordinates_group(&state, group_id) {
+        state.groups.heartbeat(
             group_id,
             request.generation_id,
             request.member_id.as_str(),

@@ -18,7 +18,6 @@ use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::Ctx;
-use crate::state::coordinator::{coordinator_for, TRANSACTION_STATE_PARTITIONS};
 use crate::state::producers::{Fenced, ProducerIdAndEpoch};
 
 /// Versions implemented.
@@ -48,7 +47,7 @@ pub fn handle(
             if !(1..=TRANSACTION_MAX_TIMEOUT_MS).contains(&request.transaction_timeout_ms) {
                 return fail(ResponseError::InvalidTransactionTimeout);
             }
-            if coordinator_for(txn_id, TRANSACTION_STATE_PARTITIONS, &state.nodes) != ctx.node_id {
+            if state.transaction_coordinator(txn_id) != ctx.node_id {
                 return fail(ResponseError::NotCoordinator);
             }
             let expected = (request.producer_id.0 != -1).then_some(ProducerIdAndEpoch {

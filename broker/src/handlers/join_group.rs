@@ -26,14 +26,7 @@ pub const VERSIONS: VersionRange = JoinGroupRequest::VERSIONS;
 /// Joins (or rejoins) the group, waiting for the rebalance to complete.
 pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> JoinGroupResponse {
     let group_id = request.group_id.0.as_str().to_owned();
-    let result = if !ctx.coordinates_group(&group_id) {
-        JoinResult {
-            error: Some(ResponseError::NotCoordinator),
-            generation_id: -1,
-            member_id: request.member_id.as_str().to_owned(),
-            ..JoinResult::default()
-        }
-    } else {
+    let result = {
         let join = JoinRequest {
             group_id,
             member_id: request.member_id.as_str().to_owned(),
@@ -57,11 +50,20 @@ pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> J
                 .collect(),
             require_known_member_id: version >= 4,
         };
-        let pending = ctx
-            .shared
-            .state()
-            .groups
-            .join(join, tokio::time::Instant::now());
+        // Checked and joined under one lock, so a coordinator move cannot fall in between.
+        let pending = {
+            let mut state = ctx.shared.state();
+            if ctx.coordinates_group(&state, &join.group_id) {
+                state.groups.join(join, tokio::time::Instant::now())
+            } else {
+                Pending::Now(JoinResult {
+                    error: Some(ResponseError::NotCoordinator),
+                    generation_id: -1,
+                    member_id: join.member_id,
+                    ..JoinResult::default()
+                })
+            }
+        };
         match pending {
             Pending::Now(result) => result,
             Pending::Wait(rx) => rx.await.unwrap_or_else(|_| JoinResult {

@@ -33,14 +33,14 @@ pub fn handle(ctx: &Ctx<'_>, request: LeaveGroupRequest, version: i16) -> LeaveG
     } else {
         vec![(request.member_id.as_str().to_owned(), None)]
     };
-    if !ctx.coordinates_group(group_id) {
+    let mut state = ctx.shared.state();
+    if !ctx.coordinates_group(&state, group_id) {
         return LeaveGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());
     }
-    let results = ctx
-        .shared
-        .state()
+    let results = state
         .groups
         .leave(group_id, &leaving, tokio::time::Instant::now());
+    drop(state);
     let code = |r: &Result<(), ResponseError>| r.err().map_or(0, |e| e.code());
     if version < 3 {
         return LeaveGroupResponse::default().with_error_code(results.first().map_or(0, code));

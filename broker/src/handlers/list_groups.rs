@@ -26,7 +26,7 @@ pub fn handle(ctx: &Ctx<'_>, request: ListGroupsRequest, version: i16) -> ListGr
     let groups = state
         .groups
         .iter()
-        .filter(|(id, _)| ctx.coordinates_group(id))
+        .filter(|(id, _)| ctx.coordinates_group(&state, id))
         .filter(|(_, g)| version < 4 || wanted(&request.states_filter, g.state().name()))
         .filter(|_| version < 5 || wanted(&request.types_filter, "classic"))
         .map(|(id, g)| {

@@ -1,13 +1,17 @@
 //! Metadata (API key 3), versions 0–13.
 //!
-//! Brokers, controller and, per topic, partitions with leader, leader epoch, replicas and ISR
-//! (kmock keeps one replica: the leader). Unknown topics are created when the cluster allows
-//! it (Kafka's `auto.create.topics.enable`) and the request does (`allow_auto_topic_creation`,
-//! always true before v4), with the cluster's default partition count.
+//! The live brokers, the controller (the first live broker) and, per topic, partitions with
+//! leader, leader epoch, replicas, ISR (the replicas on live brokers) and offline replicas; a
+//! partition without a live replica answers LEADER_NOT_AVAILABLE with leader -1, as Kafka's
+//! `MetadataCache` does. Unknown topics are created when the cluster allows it (Kafka's
+//! `auto.create.topics.enable`) and the request does (`allow_auto_topic_creation`, always true
+//! before v4), with the cluster's default partition count and replication factor.
 //!
 //! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
 //! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; internal
 //! topics (`__consumer_offsets`) are not listed.
+
+use std::collections::BTreeSet;
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -31,6 +35,8 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
     let allow_create =
         shared.config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
     let mut state = shared.state();
+    let down = state.down.clone();
+    let topic_metadata = |topic: &Topic| topic_metadata(topic, &down);
     let topics = match request.topics {
         None => state.topics.values().map(topic_metadata).collect(),
         Some(ref t) if t.is_empty() && version == 0 => {
@@ -48,7 +54,7 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
                         return topic_error(Some(name), ResponseError::UnknownTopicOrPartition);
                     }
                     let partitions = shared.config.default_partitions;
-                    match state.create_topic(name, partitions, Default::default()) {
+                    match state.create_topic(name, partitions, None, Default::default()) {
                         Ok(topic) => topic_metadata(topic),
                         Err(e) => topic_error(Some(name), e.error),
                     }
@@ -63,9 +69,16 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
             .collect(),
     };
     drop(state);
-    let brokers = shared
-        .brokers
-        .iter()
+    cluster_metadata(ctx, &down).with_topics(topics)
+}
+
+/// A Metadata answer with the cluster's part only: the live brokers (all but `down`), the
+/// cluster id and the controller (the first live broker); no topics.
+pub fn cluster_metadata(ctx: &Ctx<'_>, down: &BTreeSet<i32>) -> MetadataResponse {
+    let shared = ctx.shared;
+    let live = shared.brokers.iter().filter(|b| !down.contains(&b.node_id));
+    let controller = live.clone().next().map_or(-1, |b| b.node_id);
+    let brokers = live
         .map(|b| {
             let (host, port) = advertised(b);
             MetadataResponseBroker::default()
@@ -77,23 +90,34 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
     MetadataResponse::default()
         .with_brokers(brokers)
         .with_cluster_id(Some(str_bytes(&shared.config.cluster_id)))
-        .with_controller_id(BrokerId(shared.brokers[0].node_id))
-        .with_topics(topics)
+        .with_controller_id(BrokerId(controller))
         .with_cluster_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
 }
 
-fn topic_metadata(topic: &Topic) -> MetadataResponseTopic {
+fn topic_metadata(topic: &Topic, down: &BTreeSet<i32>) -> MetadataResponseTopic {
     let partitions = topic
         .partitions
         .iter()
         .enumerate()
         .map(|(index, p)| {
+            let (offline, isr): (Vec<BrokerId>, Vec<BrokerId>) = p
+                .replicas
+                .iter()
+                .map(|&r| BrokerId(r))
+                .partition(|r| down.contains(&r.0));
+            let error = if p.leader == -1 {
+                ResponseError::LeaderNotAvailable.code()
+            } else {
+                0
+            };
             MetadataResponsePartition::default()
+                .with_error_code(error)
                 .with_partition_index(index as i32)
                 .with_leader_id(BrokerId(p.leader))
                 .with_leader_epoch(p.leader_epoch)
-                .with_replica_nodes(vec![BrokerId(p.leader)])
-                .with_isr_nodes(vec![BrokerId(p.leader)])
+                .with_replica_nodes(p.replicas.iter().map(|&r| BrokerId(r)).collect())
+                .with_isr_nodes(isr)
+                .with_offline_replicas(offline)
         })
         .collect();
     MetadataResponseTopic::default()

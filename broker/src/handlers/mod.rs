@@ -35,7 +35,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::cluster::Shared;
 use crate::codec::{CodecError, Request};
-use crate::state::coordinator::coordinator_for;
+use crate::state::ClusterState;
 
 /// What a handler may see: the cluster, and which broker the request came to.
 #[derive(Debug, Clone, Copy)]
@@ -51,12 +51,10 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Whether this broker coordinates `group_id` (the leader of its `__consumer_offsets`
-    /// partition, as Kafka places it, with the cluster's `offsets_topic_partitions`).
-    pub fn coordinates_group(&self, group_id: &str) -> bool {
-        let nodes: Vec<i32> = self.shared.brokers.iter().map(|b| b.node_id).collect();
-        let partitions = self.shared.config.offsets_topic_partitions;
-        coordinator_for(group_id, partitions, &nodes) == self.node_id
+    /// Whether this broker coordinates `group_id` (leads its `__consumer_offsets` partition,
+    /// as Kafka places it). Takes the locked state, so the answer holds while it is locked.
+    pub fn coordinates_group(&self, state: &ClusterState, group_id: &str) -> bool {
+        state.group_coordinator(group_id) == self.node_id
     }
 }
 

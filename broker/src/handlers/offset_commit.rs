@@ -44,7 +44,7 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, version: i16) -> Offs
     });
     let group = if !any_valid {
         Err(ResponseError::UnknownTopicOrPartition)
-    } else if !ctx.coordinates_group(group_id) {
+    } else if !ctx.coordinates_group(&state, group_id) {
         Err(ResponseError::NotCoordinator)
     } else {
         let ClusterState { groups, .. } = &mut *state;

@@ -25,11 +25,11 @@ pub const VERSIONS: VersionRange = OffsetDeleteRequest::VERSIONS;
 /// Deletes the offsets that may be deleted.
 pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> OffsetDeleteResponse {
     let group_id = request.group_id.0.as_str();
-    if !ctx.coordinates_group(group_id) {
+    let mut state = ctx.shared.state();
+    if !ctx.coordinates_group(&state, group_id) {
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());
     }
-    let mut state = ctx.shared.state();
     let partition_exists: Vec<(String, i32)> = request
         .topics
         .iter()

@@ -156,10 +156,10 @@ fn fetch(
     asked: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<Fetched, ResponseError> {
     let group_id = group_id.0.as_str();
-    if !ctx.coordinates_group(group_id) {
+    let state = ctx.shared.state();
+    if !ctx.coordinates_group(&state, group_id) {
         return Err(ResponseError::NotCoordinator);
     }
-    let state = ctx.shared.state();
     let offsets = state.groups.get(group_id).map(|g| &g.offsets);
     let lookup = |topic: &str, p: i32| offsets.and_then(|o| o.get(&(topic.to_owned(), p)).cloned());
     Ok(match asked {

@@ -1,6 +1,8 @@
 //! Produce (API key 0), versions 3–13.
 //!
-//! acks 0, 1 and -1 (with one replica, -1 is satisfied on append); one record batch v2 per
+//! acks 0, 1 and -1 (-1 is satisfied on append, replicas being always in sync, and refused with
+//! NOT_ENOUGH_REPLICAS while fewer replicas than `min.insync.replicas` are on live brokers, as
+//! Kafka's `Partition.appendRecordsToLeader`); one record batch v2 per
 //! partition, validated as Kafka does ([`crate::state::batch::validate`]); offsets assigned by
 //! the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer, and a
 //! failed acks 0 request closes the connection. A partition
@@ -33,16 +35,17 @@ pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 /// connection (Kafka's `KafkaApis.handleProduceRequest`).
 pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     let acks_valid = matches!(request.acks, -1..=1);
+    let mut other_leaders = Vec::new();
+    let mut appended = false;
+    let mut state = ctx.shared.state();
     let shared_request = ProduceContext {
         ctx,
         version,
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
         now_ms: ctx.shared.now_ms(),
+        down: state.down.clone(),
     };
-    let mut other_leaders = Vec::new();
-    let mut appended = false;
-    let mut state = ctx.shared.state();
     let responses: Vec<TopicProduceResponse> = request
         .topic_data
         .into_iter()
@@ -142,6 +145,8 @@ struct ProduceContext<'a> {
     acks: i16,
     transactional: bool,
     now_ms: i64,
+    /// Brokers down: their replicas are out of sync.
+    down: std::collections::BTreeSet<i32>,
 }
 
 fn append(
@@ -171,13 +176,18 @@ fn append(
         ));
     };
     let valid = batch::validate(&records, &rules).map_err(|e| (e.error, Some(e.reason)))?;
-    // One replica is in sync: acks=all cannot be satisfied when more are required (Kafka's
-    // Partition.appendRecordsToLeader).
-    if request.acks == -1 && min_insync_replicas > 1 {
+    // Replicas on live brokers are in sync: acks=all cannot be satisfied with fewer than
+    // min.insync.replicas of them (Kafka's Partition.appendRecordsToLeader).
+    let in_sync = partition
+        .replicas
+        .iter()
+        .filter(|r| !request.down.contains(r))
+        .count() as i64;
+    if request.acks == -1 && in_sync < min_insync_replicas {
         return Err((
             ResponseError::NotEnoughReplicas,
             Some(format!(
-                "min.insync.replicas is {min_insync_replicas}, and 1 replica is in sync"
+                "min.insync.replicas is {min_insync_replicas}, and {in_sync} replicas are in sync"
             )),
         ));
     }

@@ -26,23 +26,29 @@ pub async fn handle(ctx: &Ctx<'_>, request: SyncGroupRequest, version: i16) -> S
         if version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none()) {
             // Kafka's KafkaApis.handleSyncGroupRequest: both are mandatory from v5.
             Err(ResponseError::InconsistentGroupProtocol)
-        } else if !ctx.coordinates_group(group_id) {
-            Err(ResponseError::NotCoordinator)
         } else {
-            let pending = ctx.shared.state().groups.sync(
-                group_id,
-                request.generation_id,
-                request.member_id.as_str(),
-                request.group_instance_id.as_ref().map(StrBytes::as_str),
-                request.protocol_type.as_ref().map(StrBytes::as_str),
-                request.protocol_name.as_ref().map(StrBytes::as_str),
-                request
-                    .assignments
-                    .iter()
-                    .map(|a| (a.member_id.as_str().to_owned(), a.assignment.clone()))
-                    .collect(),
-                tokio::time::Instant::now(),
-            );
+            // Checked and synced under one lock, so a coordinator move cannot fall in between.
+            let pending = {
+                let mut state = ctx.shared.state();
+                if !ctx.coordinates_group(&state, group_id) {
+                    Pending::Now(Err(ResponseError::NotCoordinator))
+                } else {
+                    state.groups.sync(
+                        group_id,
+                        request.generation_id,
+                        request.member_id.as_str(),
+                        request.group_instance_id.as_ref().map(StrBytes::as_str),
+                        request.protocol_type.as_ref().map(StrBytes::as_str),
+                        request.protocol_name.as_ref().map(StrBytes::as_str),
+                        request
+                            .assignments
+                            .iter()
+                            .map(|a| (a.member_id.as_str().to_owned(), a.assignment.clone()))
+                            .collect(),
+                        tokio::time::Instant::now(),
+                    )
+                }
+            };
             match pending {
                 Pending::Now(result) => result,
                 Pending::Wait(rx) => rx.await.unwrap_or(Err(ResponseError::UnknownMemberId)),

@@ -9,6 +9,9 @@
 //! [`JournalSnapshot::evicted`] counts it. A JSON Lines sink, when set, receives every entry
 //! once it is complete and is never truncated; since requests on different connections complete
 //! in any order, its lines are in completion order — sort by `seq` for arrival order.
+//!
+//! Cluster operations (a broker taken down or brought up, a leader or coordinator moved) are
+//! entries of their own, numbered in the same order, with [`Entry::operation`] set and no API.
 
 pub mod summary;
 
@@ -21,6 +24,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
+pub use crate::state::failover::LeaderChange;
 pub use summary::{
     CommitPartition, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
     InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
@@ -62,6 +66,64 @@ pub struct Entry {
     pub response: Option<ResponseSummary>,
     /// Names of the fault rules applied to this request.
     pub faults: Vec<String>,
+    /// For a cluster operation's entry, what was done (then `api` is `None`, `conn` 0 and
+    /// `broker` the node id acted on); `None` for a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<ClusterOperation>,
+}
+
+/// A cluster operation, as journaled, with the leader changes it caused (each bumping the
+/// partition's leader epoch; `__consumer_offsets` partitions are group coordinators).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ClusterOperation {
+    /// A broker was taken down: its connections closed, new ones refused.
+    BrokerDown {
+        /// The broker.
+        node_id: i32,
+        /// Leaders moved off it.
+        leader_changes: Vec<LeaderChange>,
+    },
+    /// A broker came back and listens again on its port.
+    BrokerUp {
+        /// The broker.
+        node_id: i32,
+        /// Leaders moved back to it.
+        leader_changes: Vec<LeaderChange>,
+    },
+    /// A partition's leader was moved.
+    MoveLeader {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// The new leader.
+        node_id: i32,
+        /// The change (empty when it already led).
+        leader_changes: Vec<LeaderChange>,
+    },
+    /// A group's coordinator was moved (with every group on its `__consumer_offsets`
+    /// partition).
+    MoveCoordinator {
+        /// Group id.
+        group_id: String,
+        /// The new coordinator.
+        node_id: i32,
+        /// The change (empty when it already coordinated the group).
+        leader_changes: Vec<LeaderChange>,
+    },
+}
+
+impl ClusterOperation {
+    /// The leader changes the operation caused.
+    pub fn leader_changes(&self) -> &[LeaderChange] {
+        match self {
+            Self::BrokerDown { leader_changes, .. }
+            | Self::BrokerUp { leader_changes, .. }
+            | Self::MoveLeader { leader_changes, .. }
+            | Self::MoveCoordinator { leader_changes, .. } => leader_changes,
+        }
+    }
 }
 
 impl Entry {
@@ -98,9 +160,13 @@ impl Entry {
         }
     }
 
-    /// The topics the request names, each once, sorted.
+    /// The topics the request names (those of [`Self::partitions`], and DeleteTopics'), each
+    /// once, sorted.
     pub fn topics(&self) -> Vec<&str> {
         let mut topics: Vec<&str> = self.partitions().into_iter().map(|(t, _)| t).collect();
+        if let Some(RequestSummary::DeleteTopics(deleted)) = &self.request {
+            topics.extend(deleted.iter().map(String::as_str));
+        }
         topics.sort_unstable();
         topics.dedup();
         topics
@@ -412,6 +478,7 @@ impl Journal {
             bad_request: None,
             response: None,
             faults: Vec::new(),
+            operation: None,
         };
         fill(&mut entry);
         state.entries.push_back((entry, false));
@@ -468,6 +535,29 @@ impl Journal {
         drop(state);
         drop(sink);
         self.appended.notify_waiters();
+    }
+
+    /// Journals a cluster operation as a complete entry of its own, when the journal records.
+    pub fn record_operation(&self, node_id: i32, operation: ClusterOperation) {
+        if !self.records() {
+            return;
+        }
+        let from = Arrival {
+            broker: node_id,
+            conn: 0,
+            peer: SocketAddr::from(([0, 0, 0, 0], 0)),
+        };
+        let seq = self.append(&from, |entry| entry.operation = Some(operation));
+        self.finish(seq, |_| {});
+    }
+
+    /// Forgets every entry kept in memory (and the evicted count); numbering goes on, so a
+    /// request in flight keeps its seq and nothing is numbered twice.
+    pub fn clear(&self) {
+        let mut state = self.state();
+        state.entries.clear();
+        state.unfinished.clear();
+        state.evicted = 0;
     }
 
     pub fn snapshot(&self) -> JournalSnapshot {

@@ -39,6 +39,9 @@ pub enum RequestSummary {
     Heartbeat(GroupMemberSummary),
     /// LeaveGroup: the members leaving.
     LeaveGroup(LeaveGroupSummary),
+    /// DeleteTopics: the topics named (by name, or by id where no name is given and the id is
+    /// unknown).
+    DeleteTopics(Vec<String>),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -457,6 +460,16 @@ pub(crate) fn summarize(
                     .collect()
             },
         }),
+        RequestKind::DeleteTopics(r) => RequestSummary::DeleteTopics(
+            r.topic_names
+                .iter()
+                .map(|t| t.0.as_str().to_owned())
+                .chain(r.topics.iter().map(|t| match &t.name {
+                    Some(n) => n.0.as_str().to_owned(),
+                    None => name("", t.topic_id),
+                }))
+                .collect(),
+        ),
         _ => RequestSummary::Other,
     }
 }

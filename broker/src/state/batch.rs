@@ -8,6 +8,10 @@
 //!
 //! Records are decoded with the `kafka-protocol` crate; this file reads only the fixed-offset
 //! fields of the v2 batch header.
+//!
+//! Deviation from Apache Kafka: a compressed batch that inflates beyond 256 MiB is refused with
+//! INVALID_RECORD (the vendored codec's bound, `vendor/README.md`), where Kafka, decompressing
+//! record by record, sets no limit.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::records::RecordBatchDecoder;
@@ -294,6 +298,26 @@ mod tests {
             })
             .collect();
         kmock_client::encode_batch(&records, Compression::Gzip).unwrap()
+    }
+
+    #[test]
+    fn a_snappy_batch_claiming_gigabytes_is_refused_before_allocating() {
+        let mut bytes = BytesMut::from(&batch(1)[..at::RECORDS]);
+        let attributes = (read_i16(&bytes, at::ATTRIBUTES) & !COMPRESSION_MASK) | 2; // snappy
+        (&mut bytes[at::ATTRIBUTES..]).put_i16(attributes);
+        // A raw snappy stream whose header claims 2^32 - 1 bytes.
+        bytes.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0x00, 0x00]);
+        let length = bytes.len() as i32 - 12;
+        (&mut bytes[at::BATCH_LENGTH..]).put_i32(length);
+        let crc = crc32c::crc32c(&bytes[at::ATTRIBUTES..]);
+        (&mut bytes[at::CRC..]).put_u32(crc);
+        let refused = validate(&bytes.freeze(), &RULES).unwrap_err();
+        assert_eq!(refused.error, ResponseError::InvalidRecord);
+        assert!(
+            refused.reason.contains("claims 4294967295 bytes"),
+            "{}",
+            refused.reason
+        );
     }
 
     #[test]

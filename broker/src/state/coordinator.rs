@@ -1,6 +1,6 @@
 //! Coordinator placement, as Kafka: a key is hashed to a partition of an internal topic
 //! (`__consumer_offsets` for groups, `__transaction_state` for transactional ids) and that
-//! partition's leader is the coordinator.
+//! partition's leader is the coordinator ([`super::ClusterState::group_coordinator`]).
 
 /// Partitions of `__consumer_offsets` (Kafka's `offsets.topic.num.partitions` default).
 pub const OFFSETS_TOPIC_PARTITIONS: i32 = 50;
@@ -17,12 +17,6 @@ pub fn partition_for(key: &str, partitions: i32) -> i32 {
     });
     let abs = if hash == i32::MIN { 0 } else { hash.abs() };
     abs % partitions
-}
-
-/// The coordinator's node id: the leader of the key's partition, internal topics' partitions
-/// being led round-robin like any topic's (`nodes[p % nodes.len()]`).
-pub fn coordinator_for(key: &str, partitions: i32, nodes: &[i32]) -> i32 {
-    nodes[partition_for(key, partitions) as usize % nodes.len()]
 }
 
 #[cfg(test)]

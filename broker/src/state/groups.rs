@@ -802,6 +802,32 @@ impl Groups {
         }
     }
 
+    /// The coordinator of the groups `moved` selects changed (their `__consumer_offsets`
+    /// partition got a new leader): waiting JoinGroup and SyncGroup requests are answered
+    /// NOT_COORDINATOR, as Kafka's old coordinator does when it unloads the group, and every
+    /// member's session starts afresh, as when the new coordinator loads it
+    /// (`GroupMetadataManager.onGroupLoaded` schedules each member's heartbeat expiry anew).
+    ///
+    /// Deviation from Apache Kafka: the new coordinator keeps the group as it was, a rebalance
+    /// in progress included, where Kafka's reloads the last stored generation; members that
+    /// rejoin carry that rebalance on.
+    pub fn coordinator_moved(&mut self, moved: impl Fn(&str) -> bool, now: Instant) {
+        for (group_id, group) in &mut self.groups {
+            if !moved(group_id) {
+                continue;
+            }
+            for (member_id, member) in &mut group.members {
+                if let Some(tx) = member.awaiting_join.take() {
+                    let _ = tx.send(JoinResult::error(ResponseError::NotCoordinator, member_id));
+                }
+                if let Some(tx) = member.awaiting_sync.take() {
+                    let _ = tx.send(Err(ResponseError::NotCoordinator));
+                }
+                member.last_heartbeat = now;
+            }
+        }
+    }
+
     /// Expires members whose session timed out, and completes rebalances whose timeout
     /// passed. Called by the cluster every few milliseconds.
     pub fn tick(&mut self, now: Instant) {

@@ -7,25 +7,36 @@
 
 pub mod batch;
 pub mod coordinator;
+pub mod failover;
 pub mod groups;
 pub mod log;
 pub mod producer_state;
 pub mod producers;
 pub mod topics;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
 use producers::ProducerIds;
-use topics::Topic;
+use topics::{Partition, Topic};
 
 /// Everything a request can change.
 #[derive(Debug)]
 pub struct ClusterState {
-    /// Node ids of the brokers, in order.
+    /// Node ids of the brokers, in order, down or not.
     pub nodes: Vec<i32>,
+    /// Brokers taken down ([`Self::broker_down`]).
+    pub down: BTreeSet<i32>,
+    /// Replicas of a partition when creation does not say (Kafka's
+    /// `default.replication.factor`).
+    pub default_replication_factor: usize,
+    /// Leadership of `__consumer_offsets`: the leader of a group's partition is its coordinator.
+    pub consumer_offsets: Vec<Partition>,
+    /// Leadership of `__transaction_state`: the leader of a transactional id's partition is its
+    /// transaction coordinator.
+    pub transaction_state: Vec<Partition>,
     /// Topics by name.
     pub topics: BTreeMap<String, Topic>,
     /// Producer id and epoch allocation.
@@ -45,11 +56,31 @@ pub struct CreateTopicError {
     pub message: String,
 }
 
+/// How the cluster places partitions, fixed at start.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    /// Replicas of a partition when creation does not say.
+    pub default_replication_factor: usize,
+    /// Partitions of `__consumer_offsets` (Kafka's `offsets.topic.num.partitions`).
+    pub offsets_topic_partitions: i32,
+}
+
 impl ClusterState {
-    /// Empty state for brokers `nodes`; `id_seed` varies topic ids between clusters.
-    pub fn new(nodes: Vec<i32>, id_seed: u64) -> Self {
+    /// Empty state for brokers `nodes`, internal topics placed as `placement` says (their
+    /// replication factor is Kafka's default of 3, or fewer with fewer brokers); `id_seed`
+    /// varies topic ids between clusters.
+    pub fn new(nodes: Vec<i32>, placement: Placement, id_seed: u64) -> Self {
+        let internal = |partitions: i32| -> Vec<Partition> {
+            (0..partitions.max(1) as usize)
+                .map(|p| Partition::new(topics::replicas_for(p, 3, &nodes)))
+                .collect()
+        };
         Self {
+            consumer_offsets: internal(placement.offsets_topic_partitions),
+            transaction_state: internal(coordinator::TRANSACTION_STATE_PARTITIONS),
             nodes,
+            down: BTreeSet::new(),
+            default_replication_factor: placement.default_replication_factor,
             topics: BTreeMap::new(),
             producers: ProducerIds::default(),
             groups: groups::Groups::default(),
@@ -98,16 +129,21 @@ impl ClusterState {
         Ok(())
     }
 
-    /// Checks that a topic could be created (CreateTopics `validate_only` stops here).
+    /// Checks that a topic could be created (CreateTopics `validate_only` stops here) and
+    /// gives the replication factor it would get: `replication_factor`, or the default for
+    /// `None`.
     ///
     /// # Errors
-    /// [`CreateTopicError`] with Kafka's error for the first problem found.
+    /// [`CreateTopicError`] with Kafka's error for the first problem found; a replication
+    /// factor below 1 or above the live brokers is INVALID_REPLICATION_FACTOR, as Kafka's
+    /// controller refuses replicas it cannot place.
     pub fn check_new_topic(
         &self,
         name: &str,
         partitions: i32,
+        replication_factor: Option<i32>,
         configs: &BTreeMap<String, String>,
-    ) -> Result<(), CreateTopicError> {
+    ) -> Result<usize, CreateTopicError> {
         self.check_name_and_configs(name, configs)?;
         if !(1..=topics::MAX_PARTITIONS).contains(&partitions) {
             return Err(CreateTopicError {
@@ -118,7 +154,17 @@ impl ClusterState {
                 ),
             });
         }
-        Ok(())
+        let live = self.live_nodes().len();
+        let factor = replication_factor.map_or(self.default_replication_factor as i64, i64::from);
+        if factor < 1 || factor > live as i64 {
+            return Err(CreateTopicError {
+                error: ResponseError::InvalidReplicationFactor,
+                message: format!(
+                    "replication factor {factor} cannot be reached: {live} brokers are up"
+                ),
+            });
+        }
+        Ok(factor as usize)
     }
 
     /// Creates a topic after [`Self::check_new_topic`].
@@ -129,12 +175,14 @@ impl ClusterState {
         &mut self,
         name: &str,
         partitions: i32,
+        replication_factor: Option<i32>,
         configs: BTreeMap<String, String>,
     ) -> Result<&Topic, CreateTopicError> {
-        self.check_new_topic(name, partitions, &configs)?;
+        let factor = self.check_new_topic(name, partitions, replication_factor, &configs)?;
         self.topics_created += 1;
         let id = Uuid::from_u64_pair(self.id_seed, self.topics_created);
-        let topic = Topic::new(name, id, partitions, &self.nodes, configs);
+        let live = self.live_nodes();
+        let topic = Topic::new(name, id, partitions, factor, &live, configs);
         tracing::debug!(topic = name, partitions, %id, "topic created");
         Ok(self.topics.entry(name.to_owned()).or_insert(topic))
     }
@@ -149,11 +197,16 @@ impl ClusterState {
 mod tests {
     use super::*;
 
+    const PLACEMENT: Placement = Placement {
+        default_replication_factor: 1,
+        offsets_topic_partitions: 50,
+    };
+
     #[test]
     fn a_topic_of_two_billion_partitions_is_refused_without_building_it() {
-        let mut state = ClusterState::new(vec![1], 0);
+        let mut state = ClusterState::new(vec![1], PLACEMENT, 0);
         let err = state
-            .create_topic("huge", i32::MAX, BTreeMap::new())
+            .create_topic("huge", i32::MAX, None, BTreeMap::new())
             .unwrap_err();
         assert_eq!(
             err.error,
@@ -166,10 +219,16 @@ mod tests {
 
     #[test]
     fn a_topic_name_can_be_reused_after_deletion_with_a_new_id() {
-        let mut state = ClusterState::new(vec![1, 2], 0);
-        let first = state.create_topic("t", 2, BTreeMap::new()).unwrap().id;
+        let mut state = ClusterState::new(vec![1, 2], PLACEMENT, 0);
+        let first = state
+            .create_topic("t", 2, None, BTreeMap::new())
+            .unwrap()
+            .id;
         state.topics.remove("t");
-        let second = state.create_topic("t", 2, BTreeMap::new()).unwrap().id;
+        let second = state
+            .create_topic("t", 2, None, BTreeMap::new())
+            .unwrap()
+            .id;
         assert_ne!(first, second);
     }
 }

@@ -27,10 +27,12 @@ pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
 /// kmock refuses more with INVALID_PARTITIONS.
 pub const MAX_PARTITIONS: i32 = 100_000;
 
-/// One partition: its leader, leader epoch history and log.
+/// One partition: its replicas, leader, leader epoch history and log.
 #[derive(Debug)]
 pub struct Partition {
-    /// Node id of the leader broker.
+    /// Node ids of the brokers holding a replica, the preferred leader first.
+    pub replicas: Vec<i32>,
+    /// Node id of the leader broker; -1 while every replica's broker is down (offline).
     pub leader: i32,
     /// Current leader epoch (0 at creation, bumped on every leader change).
     pub leader_epoch: i32,
@@ -43,9 +45,11 @@ pub struct Partition {
 }
 
 impl Partition {
-    fn new(leader: i32) -> Self {
+    /// A new partition on `replicas`, led by the first.
+    pub fn new(replicas: Vec<i32>) -> Self {
         Self {
-            leader,
+            leader: replicas.first().copied().unwrap_or(-1),
+            replicas,
             leader_epoch: 0,
             epoch_starts: vec![(0, 0)],
             log: PartitionLog::default(),
@@ -103,6 +107,15 @@ impl Partition {
         }
     }
 
+    /// Makes `leader` (-1: none) the leader, bumping the leader epoch as Kafka's controller
+    /// does on every leader change; the new epoch starts at the log end offset.
+    pub fn set_leader(&mut self, leader: i32) {
+        self.leader = leader;
+        self.leader_epoch += 1;
+        self.epoch_starts
+            .push((self.leader_epoch, self.log.log_end_offset()));
+    }
+
     /// Checks a client's `current_leader_epoch` against this partition's, as Kafka's
     /// `Partition.checkCurrentLeaderEpoch`: -1 skips the check.
     ///
@@ -149,6 +162,8 @@ pub struct Topic {
     pub name: String,
     /// Topic id (KIP-516), new for every creation of the name.
     pub id: Uuid,
+    /// Replicas per partition.
+    pub replication_factor: usize,
     /// Partitions, indexed by partition number.
     pub partitions: Vec<Partition>,
     /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]).
@@ -156,18 +171,20 @@ pub struct Topic {
 }
 
 impl Topic {
-    /// A topic with `partitions` partitions whose leaders are `nodes` taken round-robin from
-    /// partition 0 (partition p is led by `nodes[p % nodes.len()]`).
+    /// A topic with `partitions` partitions of `replication_factor` replicas each, placed on
+    /// `nodes` by [`replicas_for`].
     pub fn new(
         name: &str,
         id: Uuid,
         partitions: i32,
+        replication_factor: usize,
         nodes: &[i32],
         configs: BTreeMap<String, String>,
     ) -> Self {
         let mut topic = Self {
             name: name.to_owned(),
             id,
+            replication_factor,
             partitions: Vec::new(),
             configs,
         };
@@ -175,10 +192,12 @@ impl Topic {
         topic
     }
 
-    /// Grows the topic to `count` partitions, new leaders continuing the round-robin.
+    /// Grows the topic to `count` partitions, placed on `nodes` (the live brokers) as
+    /// [`replicas_for`] continues from the last partition.
     pub fn add_partitions(&mut self, count: i32, nodes: &[i32]) {
         for p in self.partitions.len()..count.max(0) as usize {
-            self.partitions.push(Partition::new(nodes[p % nodes.len()]));
+            let replicas = replicas_for(p, self.replication_factor, nodes);
+            self.partitions.push(Partition::new(replicas));
         }
     }
 
@@ -231,6 +250,16 @@ impl Topic {
             .ok()
             .and_then(|i| self.partitions.get_mut(i))
     }
+}
+
+/// The replicas of partition `p`: `replication_factor` brokers of `nodes` taken round-robin
+/// from `nodes[p % nodes.len()]`, the preferred leader first, so leaders spread evenly (Kafka's
+/// `AdminUtils.assignReplicasToBrokers` without its random start and rack awareness). Needs
+/// `1 <= replication_factor <= nodes.len()`.
+pub fn replicas_for(p: usize, replication_factor: usize, nodes: &[i32]) -> Vec<i32> {
+    (0..replication_factor.min(nodes.len()))
+        .map(|i| nodes[(p + i) % nodes.len()])
+        .collect()
 }
 
 /// Checks a topic name as Kafka's `Topic.validate`: 1 to 249 characters of `[a-zA-Z0-9._-]`,

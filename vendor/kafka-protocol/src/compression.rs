@@ -26,6 +26,26 @@ pub use snappy::Snappy;
 #[cfg(feature = "zstd")]
 pub use zstd::Zstd;
 
+// kmock patch: decompression is bounded, so a small hostile batch (a snappy header claiming
+// 4 GiB, a gzip bomb) is refused instead of exhausting memory or aborting the process.
+/// Most bytes one batch may decompress to.
+pub const MAX_DECOMPRESSED_BYTES: usize = 256 * 1024 * 1024;
+
+/// Reads `reader` to the end into a buffer, refusing more than [`MAX_DECOMPRESSED_BYTES`].
+#[allow(dead_code)]
+pub(crate) fn read_bounded(reader: impl std::io::Read, what: &str) -> Result<bytes::Bytes> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    reader
+        .take(MAX_DECOMPRESSED_BYTES as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| anyhow::anyhow!("Failed to decompress {what}: {e}"))?;
+    if out.len() > MAX_DECOMPRESSED_BYTES {
+        anyhow::bail!("{what} batch decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes");
+    }
+    Ok(bytes::Bytes::from(out))
+}
+
 /// A trait for record compression algorithms.
 pub trait Compressor<B: ByteBufMut> {
     /// Target buffer type for compression.
