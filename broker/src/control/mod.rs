@@ -3,13 +3,15 @@
 //!
 //! | endpoint | does |
 //! |---|---|
-//! | `GET /health` | `{"status": "ok", …}` with the bootstrap string and the brokers |
+//! | `GET /health` | `{"status": "ok", …}` with the bootstrap string and the brokers, up or down |
 //! | `GET /journal?after=&api=&group=&topic=&limit=` | entries in arrival order, JSON Lines |
 //! | `GET /journal/stream?…` | live entries as they complete, chunked JSON Lines |
 //! | `POST /rules` | a fault rule in the scenario vocabulary (JSON or YAML) → `{"id", "name"}` |
 //! | `GET /rules`, `DELETE /rules/{id}`, `DELETE /rules` | rules in force with counters; removal |
 //! | `POST /check` | the check report, as `kmock check --format json` |
 //! | `GET /topics`, `POST /topics` | topics with leaders and offsets; creation |
+//! | `POST /brokers/{id}/down`, `…/up` | a broker stops (failover) or comes back |
+//! | `POST /partitions/{topic}/{p}/leader`, `POST /groups/{group}/coordinator` | moves, body `{"broker": ID}` |
 //! | `POST /reset` | clears journal, logs, groups and producer state; keeps listeners, ports |
 //!
 //! Every error is `{"error": "…"}` with a 4xx status: 400 for a bad body or query (nothing is
@@ -19,6 +21,7 @@
 
 mod body;
 mod check;
+mod cluster_ops;
 mod error;
 mod journal;
 mod live;
@@ -164,20 +167,41 @@ fn routes(control: Control) -> Router {
         .route("/rules/{id}", delete(rules::remove))
         .route("/check", post(check::run))
         .route("/topics", get(topics::list).post(topics::create))
+        .route("/brokers/{id}/down", post(cluster_ops::broker_down))
+        .route("/brokers/{id}/up", post(cluster_ops::broker_up))
+        .route(
+            "/partitions/{topic}/{partition}/leader",
+            post(cluster_ops::move_leader),
+        )
+        .route(
+            "/groups/{group}/coordinator",
+            post(cluster_ops::move_coordinator),
+        )
+        .route("/reset", post(cluster_ops::reset))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .with_state(control)
 }
 
 /// `GET /health`: `{"status": "ok", "bootstrap": "host:port,…", "brokers": [{"node_id",
-/// "addr"}]}`.
+/// "addr", "up"}]}`.
 async fn health(
     axum::extract::State(control): axum::extract::State<Control>,
 ) -> Json<serde_json::Value> {
+    let brokers: Vec<serde_json::Value> = {
+        let state = control.cluster.state();
+        let brokers = control.cluster.brokers().iter();
+        brokers
+            .map(|b| {
+                let up = !state.down.contains(&b.node_id);
+                serde_json::json!({"node_id": b.node_id, "addr": b.addr.to_string(), "up": up})
+            })
+            .collect()
+    };
     Json(serde_json::json!({
         "status": "ok",
         "bootstrap": control.cluster.bootstrap(),
-        "brokers": brokers_json(&control.cluster),
+        "brokers": brokers,
     }))
 }
 

@@ -29,8 +29,10 @@ pub(crate) struct TopicView {
 #[derive(Debug, Serialize)]
 pub(crate) struct PartitionView {
     partition: i32,
-    /// Node id of the leader.
+    /// Node id of the leader; -1 while every replica's broker is down.
     leader: i32,
+    /// Node ids of the brokers holding a replica, the preferred leader first.
+    replicas: Vec<i32>,
     leader_epoch: i32,
     log_start_offset: i64,
     high_watermark: i64,
@@ -49,6 +51,7 @@ impl From<&Topic> for TopicView {
                 .map(|(p, partition)| PartitionView {
                     partition,
                     leader: p.leader,
+                    replicas: p.replicas.clone(),
                     leader_epoch: p.leader_epoch,
                     log_start_offset: p.log.log_start_offset(),
                     high_watermark: p.log.high_watermark(),
@@ -59,7 +62,8 @@ impl From<&Topic> for TopicView {
 }
 
 /// `GET /topics`: every topic, by name, as `[{"name", "id", "configs", "partitions":
-/// [{"partition", "leader", "leader_epoch", "log_start_offset", "high_watermark"}]}]`.
+/// [{"partition", "leader", "replicas", "leader_epoch", "log_start_offset",
+/// "high_watermark"}]}]`.
 pub(crate) async fn list(State(control): State<Control>) -> Json<Vec<TopicView>> {
     let state = control.cluster.state();
     Json(state.topics.values().map(TopicView::from).collect())
@@ -71,14 +75,17 @@ pub(crate) async fn list(State(control): State<Control>) -> Json<Vec<TopicView>>
 struct NewTopic {
     name: String,
     partitions: i32,
+    /// Replicas of each partition; default the cluster's (3, or fewer brokers).
+    replication_factor: Option<i32>,
     /// Topic configs (`cleanup.policy`, `max.message.bytes`, …), checked as CreateTopics does.
     #[serde(default)]
     configs: BTreeMap<String, String>,
 }
 
-/// `POST /topics` with `{"name": "orders", "partitions": 6, "configs": {…}}`: 201 with the
-/// topic as `GET /topics` shows it; 409 when it exists; 400 for what CreateTopics refuses
-/// (bad name, partitions outside 1..=100000, bad config), with Kafka's reason.
+/// `POST /topics` with `{"name": "orders", "partitions": 6, "replication_factor": 3,
+/// "configs": {…}}`: 201 with the topic as `GET /topics` shows it; 409 when it exists; 400 for
+/// what CreateTopics refuses (bad name, partitions outside 1..=100000, a replication factor
+/// above the brokers up, bad config), with Kafka's reason.
 pub(crate) async fn create(
     State(control): State<Control>,
     headers: HeaderMap,
@@ -86,7 +93,12 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<TopicView>), ApiError> {
     let new: NewTopic = body::parse(&headers, &body)?;
     let mut state = control.cluster.state();
-    match state.create_topic(&new.name, new.partitions, new.configs) {
+    match state.create_topic(
+        &new.name,
+        new.partitions,
+        new.replication_factor,
+        new.configs,
+    ) {
         Ok(topic) => Ok((StatusCode::CREATED, Json(TopicView::from(topic)))),
         Err(e) if e.error == ResponseError::TopicAlreadyExists => {
             Err(ApiError::conflict(e.message))
