@@ -819,3 +819,30 @@ fn bootstrap(brokers: &[BrokerInfo]) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+/// Rule removal by id and state access, for the control API (kept apart from the rest of the
+/// handle so that changes elsewhere in this file merge cleanly).
+impl Cluster {
+    /// Takes the rule with this id out of force; `false` if no rule in force has it. Its
+    /// expectation is still checked, as for [`RuleHandle::remove`].
+    pub fn remove_rule(&self, id: u64) -> bool {
+        self.inner.shared.rules().remove(id)
+    }
+
+    /// Takes every rule out of force and returns their ids, in the order they were added.
+    /// Their expectations are still checked.
+    pub fn remove_rules(&self) -> Vec<u64> {
+        let mut rules = self.inner.shared.rules();
+        let ids: Vec<u64> = rules.list().iter().map(|r| r.id).collect();
+        for id in &ids {
+            rules.remove(*id);
+        }
+        ids
+    }
+
+    /// Locks the cluster state (topics, groups, producer ids): hold it briefly, never across
+    /// an `.await`.
+    pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState> {
+        self.inner.shared.state()
+    }
+}

@@ -42,6 +42,7 @@ pub mod check;
 mod cluster;
 mod codec;
 mod connection;
+pub mod control;
 mod error;
 mod faults;
 mod handlers;

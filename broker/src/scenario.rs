@@ -239,22 +239,56 @@ impl Scenario {
     pub fn checks(&self) -> Result<Option<Checks>, Error> {
         match self.checks.as_slice() {
             [] => Ok(None),
-            [all] if all == "all" => Ok(Some(Checks::default())),
-            names => Checks::only(names).map(Some).map_err(Error::Config),
+            names => Checks::named(names).map(Some).map_err(Error::Config),
         }
     }
 }
 
+/// Parses one fault rule written in the scenario's rule vocabulary (one item of `rules:`), as
+/// YAML or JSON (`{"api": "Produce", "delay": "40ms"}`), and builds it.
+///
+/// ```
+/// let rule = kmock::scenario::parse_rule("api: OffsetCommit\ngroup: billing\ndelay: 40ms\n")?;
+/// assert_eq!(
+///     rule,
+///     kmock::Rule::on(kmock::ApiKey::OffsetCommit)
+///         .group("billing")
+///         .delay(std::time::Duration::from_millis(40))
+/// );
+/// # Ok::<(), String>(())
+/// ```
+///
+/// # Errors
+/// A sentence naming what is wrong: an unknown field (with its line and column), a bad
+/// duration or range, an unknown API or error name, no action or more than one.
+pub fn parse_rule(text: &str) -> Result<Rule, String> {
+    if text.trim().is_empty() {
+        return Err("no rule: the text is empty".into());
+    }
+    let spec: RuleSpec = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    spec.build()
+}
+
+/// The API Kafka names `name` (`Produce`, `OffsetCommit`, …), as its API key.
+///
+/// # Errors
+/// A sentence naming the unknown API.
+pub fn api_named(name: &str) -> Result<ApiKey, String> {
+    ApiKey::iter()
+        .find(|k| format!("{k:?}") == name)
+        .ok_or_else(|| {
+            format!("unknown API {name:?} (use Kafka's names: Produce, OffsetCommit, …)")
+        })
+}
+
 impl RuleSpec {
-    fn build(&self) -> Result<Rule, String> {
-        let api = ApiKey::iter()
-            .find(|k| format!("{k:?}") == self.api)
-            .ok_or_else(|| {
-                format!(
-                    "unknown API {:?} (use Kafka's names: Produce, OffsetCommit, …)",
-                    self.api
-                )
-            })?;
+    /// The rule this spec describes.
+    ///
+    /// # Errors
+    /// A sentence naming what is wrong: a bad range, an unknown API or error name, a count or
+    /// probability out of range, no action or more than one.
+    pub fn build(&self) -> Result<Rule, String> {
+        let api = api_named(&self.api)?;
         let mut rule = Rule::on(api);
         if let Some(name) = &self.name {
             rule = rule.named(name);

@@ -2,28 +2,16 @@
 //! exit status 0 (clean), 1 (violations) or 2 (unreadable input).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
-use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
 use kmock::{Checks, Cluster, Report};
 use kmock_client::Client;
 
+mod common;
+
+use common::{commit_request, kmock_check};
+
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("kmock-check-{}-{name}", std::process::id()))
-}
-
-fn commit(offset: i64) -> OffsetCommitRequest {
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId("billing".to_string().into()))
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(TopicName("t".to_string().into()))
-            .with_partitions(vec![
-                OffsetCommitRequestPartition::default().with_committed_offset(offset)
-            ])])
 }
 
 /// Commits `offsets` in order with a JSON Lines journal written to `path`; returns the
@@ -38,24 +26,14 @@ async fn journal_of(offsets: &[i64], path: &Path) -> Report {
         .unwrap();
     let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
     for &offset in offsets {
-        client.send(commit(offset), 8).await.unwrap();
+        client
+            .send(commit_request("billing", "t", offset), 8)
+            .await
+            .unwrap();
     }
     let entries = cluster.journal().entries().to_vec();
     cluster.shutdown().await;
     kmock::check::run(&entries, &Checks::default())
-}
-
-fn kmock_check(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kmock"))
-        .arg("check")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test]

@@ -4,50 +4,15 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kmock::journal::{read_jsonl, RequestSummary};
 use kmock::Entry;
 
 mod common;
 
-use common::{kcat, Server};
-
-/// A journal file under the temp directory with a name no other test (or run) uses, removed
-/// when dropped.
-struct JournalFile(PathBuf);
-
-impl JournalFile {
-    fn new(test: &str) -> JournalFile {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        JournalFile(std::env::temp_dir().join(format!(
-            "kmock-journal-{test}-{}-{nanos}.jsonl",
-            std::process::id()
-        )))
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("the temp dir is UTF-8")
-    }
-
-    /// Every entry of the file, in arrival order.
-    fn read(&self) -> Vec<Entry> {
-        let text = std::fs::read_to_string(&self.0)
-            .unwrap_or_else(|e| panic!("journal {}: {e}", self.0.display()));
-        read_jsonl(text.as_bytes())
-            .unwrap_or_else(|e| panic!("journal {}: {e}\n{text}", self.0.display()))
-    }
-}
-
-impl Drop for JournalFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use common::{kcat, JournalFile, Server};
 
 /// The entries, one compact line each, for failure messages.
 fn lines(entries: &[Entry]) -> String {

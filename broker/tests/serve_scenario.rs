@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
-use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
 use kmock_client::Client;
+
+mod common;
+
+use common::commit_request;
 
 /// The example scenario with `port: 0`, in a temporary file of this test (`tag`).
 fn on_free_ports(name: &str, tag: &str) -> PathBuf {
@@ -73,17 +73,6 @@ fn stop(mut serve: Serve) -> (i32, String) {
     (status.code().unwrap_or(-1), out)
 }
 
-fn commit(offset: i64) -> OffsetCommitRequest {
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId("billing".to_string().into()))
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(TopicName("orders".to_string().into()))
-            .with_partitions(vec![
-                OffsetCommitRequestPartition::default().with_committed_offset(offset)
-            ])])
-}
-
 /// Commits `offsets` to billing/orders-0 through the group's coordinator.
 async fn commit_all(first_broker: &str, offsets: &[i64]) -> Duration {
     let any = Client::connect(first_broker).await.unwrap();
@@ -99,7 +88,10 @@ async fn commit_all(first_broker: &str, offsets: &[i64]) -> Duration {
     let client = Client::connect(addr).await.unwrap();
     let started = tokio::time::Instant::now();
     for &offset in offsets {
-        let answer = client.send(commit(offset), 8).await.unwrap();
+        let answer = client
+            .send(commit_request("billing", "orders", offset), 8)
+            .await
+            .unwrap();
         assert_eq!(answer.topics[0].partitions[0].error_code, 0);
     }
     started.elapsed()

@@ -73,6 +73,16 @@ struct Serve {
     /// (lines come in completion order; `seq` gives arrival order).
     #[arg(long, value_name = "PATH")]
     journal: Option<std::path::PathBuf>,
+    /// Address the HTTP control API listens on (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    control_host: IpAddr,
+    /// Port of the HTTP control API; 0 picks a free one. Never a broker's port.
+    #[arg(long, default_value_t = 0)]
+    control_port: u16,
+    /// Print the start-up line as one JSON object, `{"bootstrap", "control", "brokers"}`,
+    /// instead of the `bootstrap:` and `control:` lines.
+    #[arg(long)]
+    print_json: bool,
 }
 
 fn parse_topic(s: &str) -> anyhow::Result<(String, i32)> {
@@ -173,13 +183,21 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
             builder
         }
     };
-    if let Some(path) = &args.journal {
-        let file = std::fs::File::create(path)
-            .with_context(|| format!("cannot create journal file {}", path.display()))?;
-        builder = builder.journal_jsonl(std::io::BufWriter::new(file));
-    }
+    let file: Option<Box<dyn std::io::Write + Send>> = match &args.journal {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create journal file {}", path.display()))?;
+            Some(Box::new(std::io::BufWriter::new(file)))
+        }
+        None => None,
+    };
+    // The journal's sink feeds the control API's live stream, and the file if asked.
+    let live = kmock::control::LiveJournal::new();
+    builder = builder.journal_jsonl(live.sink(file));
     let mut stop = StopSignals::new()?;
     let cluster = builder.start().await?;
+    let control_addr = std::net::SocketAddr::new(args.control_host, args.control_port);
+    let control = kmock::control::ControlApi::start(cluster.clone(), live, control_addr).await?;
     let checks = match &scenario {
         Some(scenario) => {
             for rule in scenario.rules()? {
@@ -194,9 +212,20 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
         }
         None => None,
     };
-    println!("bootstrap: {}", cluster.bootstrap());
+    if args.print_json {
+        let line = serde_json::json!({
+            "bootstrap": cluster.bootstrap(),
+            "control": control.url(),
+            "brokers": kmock::control::brokers_json(&cluster),
+        });
+        println!("{line}");
+    } else {
+        println!("bootstrap: {}", cluster.bootstrap());
+        println!("control: {}", control.url());
+    }
     stop.wait().await;
     tracing::info!("stopping");
+    control.shutdown().await;
     cluster.shutdown().await;
     let (report, expectations) = kmock::scenario::finish(&cluster, checks.as_ref());
     let mut failed = false;

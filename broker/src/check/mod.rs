@@ -96,6 +96,18 @@ impl Checks {
         })
     }
 
+    /// The checks a list names: every one for `["all"]`, else [`Checks::only`] (as a scenario's
+    /// `checks:` and the control API's `POST /check` take them).
+    ///
+    /// # Errors
+    /// A sentence naming an unknown check and listing the known ones.
+    pub fn named<S: AsRef<str>>(names: &[S]) -> Result<Self, String> {
+        match names {
+            [all] if all.as_ref() == "all" => Ok(Self::default()),
+            names => Self::only(names),
+        }
+    }
+
     /// Compares commits within `scope` for `offset-commit-regression`.
     pub fn commit_scope(mut self, scope: CommitScope) -> Self {
         self.commit_scope = scope;

@@ -373,8 +373,9 @@ struct Active {
     fired_on: Vec<u64>,
 }
 
-/// How often a rule has matched and fired.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How often a rule has matched and fired. Serialized as the control API's `GET /rules` items:
+/// `{"id": 1, "name": "slow-commits", "matched": 4, "fired": 2}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RuleStats {
     /// The rule's id.
     pub id: u64,

@@ -1,27 +1,71 @@
-//! Helpers for the tests that drive the `kmock` binary: a served cluster killed on drop, and
-//! kcat.
+//! Helpers for the tests that drive the `kmock` binary: a served cluster killed on drop, its
+//! control API over HTTP (with curl), and kcat.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+use kmock::journal::read_jsonl;
+use kmock::Entry;
 
 /// Debian's kcat, installed by `.ci/run`.
 pub const KCAT: &str = "/usr/bin/kcat";
+
+/// Debian's curl, installed by `.ci/run`.
+pub const CURL: &str = "/usr/bin/curl";
 
 /// A running `kmock serve`, killed when dropped so that a failing test leaves nothing behind.
 pub struct Server {
     pub child: Child,
     pub bootstrap: String,
+    /// Base URL of the HTTP control API, `http://127.0.0.1:PORT`.
+    pub control: String,
     /// Kept open so the server never writes to a closed pipe.
     _stdout: BufReader<ChildStdout>,
 }
 
 impl Server {
-    /// Starts `kmock serve ARGS` and waits for its `bootstrap: …` line.
+    /// Starts `kmock serve ARGS` and reads its `bootstrap: …` and `control: …` lines.
     pub fn start(args: &[&str]) -> Server {
+        let (mut server, lines) = Server::spawn(args, 2);
+        let field = |line: &str, prefix: &str| {
+            line.trim_end()
+                .strip_prefix(prefix)
+                .unwrap_or_else(|| panic!("stdout line {line:?} is not `{prefix}…`"))
+                .to_owned()
+        };
+        server.bootstrap = field(&lines[0], "bootstrap: ");
+        server.control = field(&lines[1], "control: ");
+        server
+    }
+
+    /// Starts `kmock serve --print-json ARGS` and reads its JSON line, returned too.
+    pub fn start_json(args: &[&str]) -> (Server, serde_json::Value) {
+        let args: Vec<&str> = ["--print-json"].iter().chain(args).copied().collect();
+        let (mut server, lines) = Server::spawn(&args, 1);
+        let json: serde_json::Value = serde_json::from_str(&lines[0])
+            .unwrap_or_else(|e| panic!("stdout line {:?} is not JSON: {e}", lines[0]));
+        let text = |key: &str| {
+            json[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key:?} string in {json}"))
+                .to_owned()
+        };
+        server.bootstrap = text("bootstrap");
+        server.control = text("control");
+        (server, json)
+    }
+
+    /// Spawns `kmock serve ARGS` and reads its first `lines` lines of stdout.
+    fn spawn(args: &[&str], lines: usize) -> (Server, Vec<String>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kmock"))
             .arg("serve")
             .args(args)
@@ -32,33 +76,38 @@ impl Server {
             .spawn()
             .expect("kmock starts");
         let stdout = child.stdout.take().expect("stdout is piped");
-        // Read the first line on a thread, so a silent server fails the test instead of hanging it.
+        // Read on a thread, so a silent server fails the test instead of hanging it.
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut stdout = BufReader::new(stdout);
-            let mut line = String::new();
-            let read = stdout.read_line(&mut line).map(|_| line);
+            let read: std::io::Result<Vec<String>> = (0..lines)
+                .map(|_| {
+                    let mut line = String::new();
+                    stdout.read_line(&mut line).map(|_| line)
+                })
+                .collect();
             let _ = tx.send((read, stdout));
         });
-        let first_line = rx.recv_timeout(Duration::from_secs(10));
+        let first_lines = rx.recv_timeout(Duration::from_secs(10));
         // From here on the child is killed on drop, whatever happens below.
-        let Ok((line, stdout)) = first_line else {
+        let Ok((read, stdout)) = first_lines else {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("kmock serve {args:?} printed no line within 10 s");
+            panic!("kmock serve {args:?} printed not {lines} line(s) within 10 s");
         };
-        let mut server = Server {
+        let server = Server {
             child,
             bootstrap: String::new(),
+            control: String::new(),
             _stdout: stdout,
         };
-        let line = line.expect("kmock's stdout is readable");
-        server.bootstrap = line
-            .trim_end()
-            .strip_prefix("bootstrap: ")
-            .unwrap_or_else(|| panic!("first stdout line {line:?} is not `bootstrap: …`"))
-            .to_owned();
-        server
+        (server, read.expect("kmock's stdout is readable"))
+    }
+
+    /// `METHOD control/PATH` over HTTP, with a JSON body if given.
+    pub fn http(&self, method: &str, path: &str, json: Option<&str>) -> Answer {
+        let body = json.map(|b| ("application/json", b));
+        http(method, &format!("{}{path}", self.control), body)
     }
 
     /// The broker addresses of the bootstrap line.
@@ -140,4 +189,143 @@ pub fn kcat(args: &[&str], stdin: &str) -> String {
         "kcat {args:?} failed with {status} (124 = timed out)\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     stdout.into_owned()
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Answer {
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| {
+            panic!("HTTP {} body is not JSON ({e}): {}", self.status, self.body)
+        })
+    }
+
+    /// The body as JSON Lines, one value a line.
+    pub fn lines(&self) -> Vec<serde_json::Value> {
+        self.body
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("line {l:?}: {e}")))
+            .collect()
+    }
+
+    /// The body as JSON, after checking the status.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> serde_json::Value {
+        assert_eq!(self.status, status, "HTTP status; body: {}", self.body);
+        self.json()
+    }
+}
+
+/// `curl -X METHOD URL`, with `body` as `(content type, text)` if given; any status counts as
+/// an answer, a failure to connect panics.
+pub fn http(method: &str, url: &str, body: Option<(&str, &str)>) -> Answer {
+    let mut args = vec![
+        "-sS",
+        "--max-time",
+        "30",
+        "-X",
+        method,
+        "-w",
+        "\n%{http_code}",
+    ];
+    let content_type;
+    if let Some((kind, _)) = body {
+        content_type = format!("Content-Type: {kind}");
+        args.extend(["-H", &content_type, "--data-binary", "@-"]);
+    }
+    args.push(url);
+    let mut child = Command::new(CURL)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("curl starts");
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    if let Some((_, text)) = body {
+        stdin
+            .write_all(text.as_bytes())
+            .expect("curl reads its stdin");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("curl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "curl {args:?} failed with {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (body, status) = stdout.rsplit_once('\n').expect("curl wrote the status");
+    Answer {
+        status: status.parse().expect("an HTTP status"),
+        body: body.to_owned(),
+    }
+}
+
+/// A journal file under the temp directory with a name no other test (or run) uses, removed
+/// when dropped.
+pub struct JournalFile(PathBuf);
+
+impl JournalFile {
+    pub fn new(test: &str) -> JournalFile {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        JournalFile(std::env::temp_dir().join(format!(
+            "kmock-journal-{test}-{}-{nanos}.jsonl",
+            std::process::id()
+        )))
+    }
+
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("the temp dir is UTF-8")
+    }
+
+    /// Every entry of the file, in arrival order.
+    pub fn read(&self) -> Vec<Entry> {
+        let text = std::fs::read_to_string(&self.0)
+            .unwrap_or_else(|e| panic!("journal {}: {e}", self.0.display()));
+        read_jsonl(text.as_bytes())
+            .unwrap_or_else(|e| panic!("journal {}: {e}\n{text}", self.0.display()))
+    }
+}
+
+impl Drop for JournalFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `kmock check ARGS`: exit status, stdout and stderr.
+pub fn kmock_check(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kmock"))
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("kmock check runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An OffsetCommit of `offset` for `group`/`topic`-0 from outside group management
+/// (generation -1, no member id), as Kafka takes from an admin client or `assign()` consumer.
+pub fn commit_request(group: &str, topic: &str, offset: i64) -> OffsetCommitRequest {
+    OffsetCommitRequest::default()
+        .with_group_id(GroupId(group.to_string().into()))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(topic.to_string().into()))
+            .with_partitions(vec![
+                OffsetCommitRequestPartition::default().with_committed_offset(offset)
+            ])])
 }

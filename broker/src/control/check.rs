@@ -1,0 +1,48 @@
+//! `POST /check`: the ordering checks over the journal and the partition logs.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::Json;
+use serde::Deserialize;
+
+use super::error::ApiError;
+use super::{body, Control};
+use crate::check::{CommitScope, Report};
+use crate::Checks;
+
+/// The body, all optional: `{"checks": ["offset-commit-regression"], "max_in_flight": 5,
+/// "commit_scope": "member"}`; an empty body runs every check with the defaults.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    /// Names of the checks to run; empty, or `["all"]`, for every one.
+    #[serde(default)]
+    checks: Vec<String>,
+    /// Produce requests a client may have outstanding on one connection (default 5).
+    max_in_flight: Option<usize>,
+    /// `member` (default) or `group`: which commits `offset-commit-regression` compares.
+    commit_scope: Option<CommitScope>,
+}
+
+/// `POST /check`: the report, in the JSON of `kmock check --format json` (`checks`,
+/// `violations`, `skipped`), with 200 whether or not there are violations.
+pub(crate) async fn run(
+    State(control): State<Control>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Report>, ApiError> {
+    let request: Request = body::parse_or_default(&headers, &body)?;
+    let mut checks = if request.checks.is_empty() {
+        Checks::default()
+    } else {
+        Checks::named(&request.checks).map_err(ApiError::bad_request)?
+    };
+    if let Some(n) = request.max_in_flight {
+        checks = checks.max_in_flight(n);
+    }
+    if let Some(scope) = request.commit_scope {
+        checks = checks.commit_scope(scope);
+    }
+    Ok(Json(control.cluster.check(&checks)))
+}
