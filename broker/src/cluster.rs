@@ -571,6 +571,7 @@ impl Cluster {
             .state()
             .broker_down(node_id, tokio::time::Instant::now())
             .map_err(Error::Operation)?;
+        let changes_count = changes.len();
         shared.journal.record_operation(
             node_id,
             ClusterOperation::BrokerDown {
@@ -578,7 +579,11 @@ impl Cluster {
                 leader_changes: changes,
             },
         );
-        tracing::info!(broker = node_id, "broker down");
+        tracing::info!(
+            broker = node_id,
+            leader_changes = changes_count,
+            "broker down"
+        );
         listeners[self.broker_index(node_id)].stop().await;
         Ok(())
     }
@@ -607,6 +612,7 @@ impl Cluster {
             .state()
             .broker_up(node_id, tokio::time::Instant::now())
             .map_err(Error::Operation)?;
+        let changes_count = changes.len();
         shared.journal.record_operation(
             node_id,
             ClusterOperation::BrokerUp {
@@ -614,7 +620,11 @@ impl Cluster {
                 leader_changes: changes,
             },
         );
-        tracing::info!(broker = node_id, "broker up");
+        tracing::info!(
+            broker = node_id,
+            leader_changes = changes_count,
+            "broker up"
+        );
         Ok(())
     }
 

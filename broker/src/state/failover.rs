@@ -220,7 +220,7 @@ impl ClusterState {
                 .coordinator_moved(|g| moved.contains(&partition_for(g, partitions)), now);
         }
         for c in &changes {
-            tracing::info!(
+            tracing::debug!(
                 topic = c.topic,
                 partition = c.partition,
                 from = c.from,
