@@ -1,16 +1,15 @@
 //! `kmock serve --config FILE`: the example scenarios load and run, their checks give the
-//! verdict when kmock stops, and a bad file fails with its line.
+//! verdict when kmock stops, scheduled operations run, and a bad file fails with its line.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use kmock_client::Client;
 
 mod common;
 
-use common::commit_request;
+use common::{commit_request, Server};
 
 /// The example scenario with `port: 0`, in a temporary file of this test (`tag`).
 fn on_free_ports(name: &str, tag: &str) -> PathBuf {
@@ -26,51 +25,6 @@ fn on_free_ports(name: &str, tag: &str) -> PathBuf {
     ));
     std::fs::write(&path, text).unwrap();
     path
-}
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-    }
-}
-
-/// Starts `kmock serve --config path` and returns it with the first broker's address.
-fn serve(path: &Path) -> (Serve, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kmock"))
-        .args(["serve", "--config", path.to_str().unwrap()])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let bootstrap = line
-        .trim()
-        .strip_prefix("bootstrap: ")
-        .unwrap_or_else(|| panic!("no bootstrap line: {line:?}"));
-    (
-        Serve(child),
-        bootstrap.split(',').next().unwrap().to_owned(),
-    )
-}
-
-/// SIGTERM, then the exit status and the rest of stdout.
-fn stop(mut serve: Serve) -> (i32, String) {
-    let pid = serve.0.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let mut out = String::new();
-    std::io::Read::read_to_string(serve.0.stdout.as_mut().unwrap(), &mut out).unwrap();
-    let status = serve.0.wait().unwrap();
-    (status.code().unwrap_or(-1), out)
 }
 
 /// Commits `offsets` to billing/orders-0 through the group's coordinator.
@@ -100,13 +54,13 @@ async fn commit_all(first_broker: &str, offsets: &[i64]) -> Duration {
 #[tokio::test]
 async fn the_slow_commits_scenario_delays_commits_and_reports_a_regression_when_stopped() {
     let path = on_free_ports("slow-commits.yaml", "regression");
-    let (serve, broker) = serve(&path);
-    let took = commit_all(&broker, &[12, 11]).await;
+    let serve = Server::start(&["--config", path.to_str().unwrap()]);
+    let took = commit_all(&serve.addrs()[0].to_string(), &[12, 11]).await;
     assert!(
         took >= Duration::from_millis(80),
         "two commits delayed 40 ms each took {took:?}"
     );
-    let (code, out) = stop(serve);
+    let (code, out) = serve.stop_with_output();
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("offset-commit-regression [billing/orders-0]"),
@@ -118,9 +72,9 @@ async fn the_slow_commits_scenario_delays_commits_and_reports_a_regression_when_
 #[tokio::test]
 async fn the_slow_commits_scenario_exits_0_for_commits_that_move_forward() {
     let path = on_free_ports("slow-commits.yaml", "forward");
-    let (serve, broker) = serve(&path);
-    commit_all(&broker, &[1, 2, 3]).await;
-    let (code, out) = stop(serve);
+    let serve = Server::start(&["--config", path.to_str().unwrap()]);
+    commit_all(&serve.addrs()[0].to_string(), &[1, 2, 3]).await;
+    let (code, out) = serve.stop_with_output();
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("clean: 3 checks, no violation"), "{out}");
     std::fs::remove_file(path).unwrap();
@@ -129,8 +83,8 @@ async fn the_slow_commits_scenario_exits_0_for_commits_that_move_forward() {
 #[test]
 fn the_produce_disconnects_scenario_loads_and_runs() {
     let path = on_free_ports("produce-disconnects.yaml", "load");
-    let (serve, _) = serve(&path);
-    let (code, out) = stop(serve);
+    let serve = Server::start(&["--config", path.to_str().unwrap()]);
+    let (code, out) = serve.stop_with_output();
     assert_eq!(code, 0, "{out}");
     std::fs::remove_file(path).unwrap();
 }
@@ -154,5 +108,50 @@ fn a_scenario_with_a_typo_fails_with_the_file_and_line() {
         stderr.contains("partitons") && stderr.contains("line 5") && stderr.contains("typo.yaml"),
         "{stderr}"
     );
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn scheduled_operations_take_a_broker_down_and_bring_it_back() {
+    let path = std::env::temp_dir().join(format!(
+        "kmock-scenario-{}-operations.yaml",
+        std::process::id()
+    ));
+    std::fs::write(
+        &path,
+        "brokers: 2\nport: 0\ntopics: [{ name: t, partitions: 2 }]\noperations:\n  \
+         - { at: 300ms, broker_down: 2 }\n  - { at: 1500ms, broker_up: 2 }\n",
+    )
+    .unwrap();
+    let serve = Server::start(&["--config", path.to_str().unwrap()]);
+    let up = |serve: &Server| -> Vec<bool> {
+        let health = serve.http("GET", "/health", None).expect(200);
+        health["brokers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["up"].as_bool().unwrap())
+            .collect()
+    };
+    let wait_until = |want: Vec<bool>| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while up(&serve) != want {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "brokers up: {:?}, waited for {want:?}",
+                up(&serve)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_until(vec![true, false]);
+    assert!(
+        std::net::TcpStream::connect(serve.addrs()[1]).is_err(),
+        "broker 2 accepted a connection while down"
+    );
+    wait_until(vec![true, true]);
+    assert!(std::net::TcpStream::connect(serve.addrs()[1]).is_ok());
+    let (code, out) = serve.stop_with_output();
+    assert_eq!(code, 0, "{out}");
     std::fs::remove_file(path).unwrap();
 }

@@ -138,6 +138,20 @@ impl Server {
         );
     }
 
+    /// Sends SIGTERM, then returns the exit code and whatever stdout printed after the start-up
+    /// lines (a scenario's verdict).
+    pub fn stop_with_output(mut self) -> (i32, String) {
+        let kill = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(kill.success(), "kill -TERM failed: {kill}");
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut self._stdout, &mut out).expect("stdout is readable");
+        let status = self.child.wait().expect("kmock exits");
+        (status.code().unwrap_or(-1), out)
+    }
+
     /// Waits up to `limit` for the process to exit.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + limit;
