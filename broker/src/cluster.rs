@@ -795,6 +795,15 @@ impl Cluster {
         self.inner.shared.journal.wait_for(pred, timeout).await
     }
 
+    /// Every journal entry completed from now on (a request once answered or given up on, an
+    /// operation at once), in completion order: a live view of what [`Cluster::journal`]
+    /// shows. A receiver more than [`SUBSCRIBER_BACKLOG`](crate::journal::SUBSCRIBER_BACKLOG)
+    /// entries behind gets `RecvError::Lagged` with the count it missed. Nothing arrives while
+    /// the journal is off (`journal_capacity(0)` without a sink or rule).
+    pub fn subscribe_journal(&self) -> tokio::sync::broadcast::Receiver<Entry> {
+        self.inner.shared.journal.subscribe()
+    }
+
     /// Stops every listener and connection and waits until they have ended; the ports are free
     /// when this returns. Other clones of the handle see a stopped cluster.
     pub async fn shutdown(&self) {

@@ -183,21 +183,15 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
             builder
         }
     };
-    let file: Option<Box<dyn std::io::Write + Send>> = match &args.journal {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot create journal file {}", path.display()))?;
-            Some(Box::new(std::io::BufWriter::new(file)))
-        }
-        None => None,
-    };
-    // The journal's sink feeds the control API's live stream, and the file if asked.
-    let live = kmock::control::LiveJournal::new();
-    builder = builder.journal_jsonl(live.sink(file));
+    if let Some(path) = &args.journal {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("cannot create journal file {}", path.display()))?;
+        builder = builder.journal_jsonl(std::io::BufWriter::new(file));
+    }
     let mut stop = StopSignals::new()?;
     let cluster = builder.start().await?;
     let control_addr = std::net::SocketAddr::new(args.control_host, args.control_port);
-    let control = kmock::control::ControlApi::start(cluster.clone(), live, control_addr).await?;
+    let control = kmock::control::ControlApi::start(cluster.clone(), control_addr).await?;
     let checks = match &scenario {
         Some(scenario) => {
             for rule in scenario.rules()? {

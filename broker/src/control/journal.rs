@@ -3,7 +3,6 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
@@ -84,7 +83,7 @@ pub(crate) async fn stream(
 ) -> Result<Response, ApiError> {
     let filter = Filter::read(query)?;
     // Subscribe before looking at memory: what completes in between is then seen live.
-    let live = control.live.subscribe();
+    let live = control.cluster.subscribe_journal();
     let mut replay = VecDeque::new();
     let mut replayed = HashSet::new();
     if filter.after.is_some() {
@@ -120,7 +119,7 @@ struct Feed {
     replay: VecDeque<Entry>,
     /// Seqs sent from memory, not to be sent again when they complete.
     replayed: HashSet<u64>,
-    live: broadcast::Receiver<Arc<str>>,
+    live: broadcast::Receiver<Entry>,
     stop: CancellationToken,
     left: usize,
     ended: bool,
@@ -143,8 +142,8 @@ impl Feed {
                 () = self.stop.cancelled() => return None,
                 received = self.live.recv() => received,
             };
-            let line = match received {
-                Ok(line) => line,
+            let entry = match received {
+                Ok(entry) => entry,
                 Err(broadcast::error::RecvError::Closed) => return None,
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     self.ended = true;
@@ -157,20 +156,12 @@ impl Feed {
                     return Some(out.into());
                 }
             };
-            let entry: Entry = match serde_json::from_str(&line) {
-                Ok(entry) => entry,
-                Err(e) => {
-                    tracing::error!("journal line does not read back as an entry: {e}: {line}");
-                    continue;
-                }
-            };
             if !self.filter.matches(&entry) || self.replayed.remove(&entry.seq) {
                 continue;
             }
             self.left -= 1;
-            let mut out = Vec::with_capacity(line.len() + 1);
-            out.extend_from_slice(line.as_bytes());
-            out.push(b'\n');
+            let mut out = Vec::with_capacity(512);
+            push_line(&mut out, &entry);
             return Some(out.into());
         }
     }

@@ -24,7 +24,6 @@ mod check;
 mod cluster_ops;
 mod error;
 mod journal;
-mod live;
 mod rules;
 mod topics;
 
@@ -39,15 +38,12 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::Cluster;
 use crate::error::Error;
 
-pub use live::LiveJournal;
-
 use error::ApiError;
 
 /// What every handler sees.
 #[derive(Debug, Clone)]
 struct Control {
     cluster: Cluster,
-    live: LiveJournal,
     /// Cancelled when the API stops: live streams end with it.
     stop: CancellationToken,
 }
@@ -58,11 +54,10 @@ struct Control {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), kmock::Error> {
-/// use kmock::control::{ControlApi, LiveJournal};
+/// use kmock::control::ControlApi;
 ///
-/// let live = LiveJournal::new();
-/// let cluster = kmock::Cluster::builder().journal_jsonl(live.sink(None)).start().await?;
-/// let api = ControlApi::start(cluster.clone(), live, "127.0.0.1:0".parse().unwrap()).await?;
+/// let cluster = kmock::Cluster::builder().start().await?;
+/// let api = ControlApi::start(cluster.clone(), "127.0.0.1:0".parse().unwrap()).await?;
 /// assert!(api.url().starts_with("http://127.0.0.1:"));
 /// api.shutdown().await;
 /// cluster.shutdown().await;
@@ -77,18 +72,12 @@ pub struct ControlApi {
 }
 
 impl ControlApi {
-    /// Binds `addr` and serves the control API of `cluster`; `live` must be the
-    /// [`LiveJournal`] whose sink the cluster was built with, or `GET /journal/stream` sees
-    /// nothing.
+    /// Binds `addr` and serves the control API of `cluster`.
     ///
     /// # Errors
     /// [`Error::Config`] when `addr`'s port is a broker's (the control API never shares a port
     /// with a Kafka listener); [`Error::Bind`] when it cannot be bound.
-    pub async fn start(
-        cluster: Cluster,
-        live: LiveJournal,
-        addr: SocketAddr,
-    ) -> Result<Self, Error> {
+    pub async fn start(cluster: Cluster, addr: SocketAddr) -> Result<Self, Error> {
         if let Some(broker) = cluster
             .brokers()
             .iter()
@@ -109,7 +98,6 @@ impl ControlApi {
         let stop = CancellationToken::new();
         let app = routes(Control {
             cluster,
-            live,
             stop: stop.clone(),
         });
         let until = stop.clone().cancelled_owned();

@@ -398,7 +398,13 @@ pub(crate) struct Journal {
     state: Mutex<State>,
     sink: Option<Mutex<Sink>>,
     appended: Notify,
+    /// Every entry as it completes, to whoever subscribed ([`Journal::subscribe`]).
+    completed: tokio::sync::broadcast::Sender<Entry>,
 }
+
+/// Completed entries a subscriber may fall behind by before it misses some
+/// (`RecvError::Lagged`).
+pub const SUBSCRIBER_BACKLOG: usize = 16 * 1024;
 
 #[derive(Debug, Default)]
 struct State {
@@ -430,6 +436,7 @@ impl Journal {
             }),
             sink: sink.map(Mutex::new),
             appended: Notify::new(),
+            completed: tokio::sync::broadcast::channel(SUBSCRIBER_BACKLOG).0,
         }
     }
 
@@ -520,6 +527,13 @@ impl Journal {
                 entry
             }),
         };
+        // Sent under the lock, so a subscriber that then reads memory sees each entry either
+        // complete there or later here. No subscriber, no copy.
+        if let Some(entry) = &entry {
+            if self.completed.receiver_count() > 0 {
+                let _ = self.completed.send(entry.clone());
+            }
+        }
         if let (Some(sink), Some(entry)) = (sink.as_mut(), entry) {
             let mut line = Vec::with_capacity(512);
             let written = write_line(&mut line, &entry).and_then(|()| {
@@ -549,6 +563,12 @@ impl Journal {
         };
         let seq = self.append(&from, |entry| entry.operation = Some(operation));
         self.finish(seq, |_| {});
+    }
+
+    /// Every entry completed from now on, in completion order (the journal must record: see
+    /// [`Self::records`]).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Entry> {
+        self.completed.subscribe()
     }
 
     /// Forgets every entry kept in memory (and the evicted count); numbering goes on, so a
