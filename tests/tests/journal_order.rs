@@ -328,3 +328,23 @@ async fn offset_commits_alternating_over_two_connections_come_back_in_send_order
     );
     assert_eq!(cluster.journal().group("billing").count(), offsets.len());
 }
+
+#[tokio::test]
+async fn a_subscriber_receives_each_entry_once_complete_in_completion_order() {
+    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let mut completed = cluster.subscribe_journal();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    client
+        .produce("t", 0, &[record(b"k", b"v")], -1)
+        .await
+        .unwrap();
+    cluster.move_leader("t", 0, 1).unwrap(); // already the leader: an operation all the same
+    let first = completed.recv().await.unwrap();
+    assert!(first.is("Produce"), "{first:?}");
+    assert!(first.response.is_some(), "sent before it was answered");
+    let second = completed.recv().await.unwrap();
+    assert!(second.operation.is_some(), "{second:?}");
+    assert!(second.seq > first.seq);
+    assert!(completed.try_recv().is_err(), "nothing else happened");
+    cluster.shutdown().await;
+}
