@@ -14,7 +14,9 @@ use tokio_util::task::TaskTracker;
 use crate::check::{Checks, Report};
 use crate::error::Error;
 use crate::faults::{Rule, RuleStats, Rules};
-use crate::journal::{ClusterOperation, Entry, Journal, JournalError, JournalSnapshot, Sink};
+use crate::journal::{
+    ClusterOperation, Entry, Journal, JournalError, JournalSnapshot, LeaderChange, Sink,
+};
 use crate::state::{ClusterState, Placement};
 use std::io::Write;
 
@@ -42,6 +44,8 @@ pub struct KafkaVersion {
 impl KafkaVersion {
     /// Kafka 2.5: the first with KIP-360 (no UNKNOWN_PRODUCER_ID for a producer without state).
     pub const V2_5: Self = Self::new(2, 5);
+    /// Kafka 3.7: `min.insync.replicas` capped at the replica count (KAFKA-15583).
+    pub const V3_7: Self = Self::new(3, 7);
     /// The newest behaviour, kmock's default.
     pub const LATEST: Self = Self::new(4, 1);
 
@@ -117,6 +121,13 @@ impl Config {
         }
         Ok(state)
     }
+
+    /// [`Self::initial_state`] again, for a reset: the configured topics were created at
+    /// start with every broker up, as they are in a fresh state, so this cannot fail.
+    fn fresh_state(&self, nodes: Vec<i32>) -> ClusterState {
+        self.initial_state(nodes)
+            .expect("the configured topics were created once already")
+    }
 }
 
 impl Default for Config {
@@ -157,14 +168,18 @@ pub(crate) struct Shared {
 impl Shared {
     /// Locks the cluster state. A panic in another holder poisons nothing that matters here:
     /// the state is still consistent between requests, so the lock is taken regardless.
+    ///
+    /// Lock order: state, then journal, then rules. A cluster operation journals its entry
+    /// under the state lock (so no request answered under the new state is numbered before
+    /// it); nothing takes the state lock while holding the journal's.
     pub fn state(&self) -> MutexGuard<'_, ClusterState> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Locks the fault rules. Lock order: journal, then rules; nothing holds the rules lock
-    /// while taking another.
+    /// Locks the fault rules (the last in the lock order: nothing holds it while taking
+    /// another).
     pub fn rules(&self) -> MutexGuard<'_, Rules> {
         self.rules
             .lock()
@@ -555,49 +570,45 @@ impl Cluster {
         self.inner.shared.state().group_coordinator(group_id)
     }
 
-    /// Takes broker `node_id` down, as a broker that stops: every partition it led (and every
-    /// group it coordinated) moves to the first replica on a live broker, with the leader
-    /// epoch bumped, as Kafka's controller fails over ([`LeaderChange`](crate::journal::LeaderChange)s
-    /// are journaled as one [`ClusterOperation::BrokerDown`] entry); then its listener closes
-    /// and its connections are closed. When this returns, connecting to it is refused and
-    /// Metadata no longer lists it.
+    /// Takes broker `node_id` down, as a controlled shutdown does: first it leaves every ISR,
+    /// and every partition it led (and every group it coordinated) moves to the first other
+    /// in-sync replica, or goes offline if it was the last, each with the leader epoch bumped,
+    /// as Kafka's controller fails over; requests waiting there are answered
+    /// NOT_LEADER_OR_FOLLOWER or NOT_COORDINATOR (the [`LeaderChange`]s are journaled as one
+    /// [`ClusterOperation::BrokerDown`] entry). Then its listener and connections close. When
+    /// this returns, connecting to it is refused and Metadata no longer lists it.
     ///
     /// # Errors
-    /// [`Error::Operation`] when no such broker exists or it is already down.
+    /// [`Error::Operation`] when no such broker exists, it is already down, or the cluster
+    /// was shut down.
     pub async fn broker_down(&self, node_id: i32) -> Result<(), Error> {
         let listeners = self.inner.listeners.lock().await;
-        let shared = &self.inner.shared;
-        let changes = shared
-            .state()
-            .broker_down(node_id, tokio::time::Instant::now())
-            .map_err(Error::Operation)?;
-        let changes_count = changes.len();
-        shared.journal.record_operation(
+        let changes = self.operate(
             node_id,
-            ClusterOperation::BrokerDown {
+            |state, now| state.broker_down(node_id, now),
+            |leader_changes| ClusterOperation::BrokerDown {
                 node_id,
-                leader_changes: changes,
+                leader_changes,
             },
-        );
-        tracing::info!(
-            broker = node_id,
-            leader_changes = changes_count,
-            "broker down"
-        );
+        )?;
+        tracing::info!(broker = node_id, leader_changes = changes, "broker down");
         listeners[self.broker_index(node_id)].stop().await;
         Ok(())
     }
 
-    /// Brings broker `node_id` back on its address: it accepts connections again and leads
-    /// again the partitions whose preferred replica it is, and any offline partition it holds
-    /// a replica of (journaled as one [`ClusterOperation::BrokerUp`] entry).
+    /// Brings broker `node_id` back on its address: it accepts connections again, rejoins the
+    /// ISR of every partition it holds a replica of that has a leader, leads again those whose
+    /// preferred replica it is, and leads an offline partition whose last in-sync replica it
+    /// was (journaled as one [`ClusterOperation::BrokerUp`] entry).
     ///
     /// # Errors
-    /// [`Error::Operation`] when no such broker exists or it is not down; [`Error::Bind`]
-    /// when its port has been taken meanwhile (the broker stays down).
+    /// [`Error::Operation`] when no such broker exists, it is not down, or the cluster was
+    /// shut down; [`Error::Bind`] when its port has been taken meanwhile (the broker stays
+    /// down).
     pub async fn broker_up(&self, node_id: i32) -> Result<(), Error> {
         let mut listeners = self.inner.listeners.lock().await;
         let shared = &self.inner.shared;
+        self.check_running()?;
         shared
             .state()
             .check_down(node_id)
@@ -608,49 +619,38 @@ impl Cluster {
             .await
             .map_err(|source| Error::Bind { addr, source })?;
         listeners[index] = Listening::start(listener, node_id, shared, &self.inner.shutdown);
-        let changes = shared
-            .state()
-            .broker_up(node_id, tokio::time::Instant::now())
-            .map_err(Error::Operation)?;
-        let changes_count = changes.len();
-        shared.journal.record_operation(
+        let changes = self.operate(
             node_id,
-            ClusterOperation::BrokerUp {
+            |state, now| state.broker_up(node_id, now),
+            |leader_changes| ClusterOperation::BrokerUp {
                 node_id,
-                leader_changes: changes,
+                leader_changes,
             },
-        );
-        tracing::info!(
-            broker = node_id,
-            leader_changes = changes_count,
-            "broker up"
-        );
+        )?;
+        tracing::info!(broker = node_id, leader_changes = changes, "broker up");
         Ok(())
     }
 
     /// Makes broker `node_id` the leader of `topic`/`partition`, bumping the leader epoch; the
-    /// old leader answers NOT_LEADER_OR_FOLLOWER from then on (journaled as one
-    /// [`ClusterOperation::MoveLeader`] entry). Nothing changes when it already leads.
+    /// old leader answers NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH to a request at the
+    /// old epoch) from then on, and a Fetch waiting there is answered at once (journaled as
+    /// one [`ClusterOperation::MoveLeader`] entry). Nothing changes when it already leads.
     ///
     /// # Errors
     /// [`Error::Operation`] when the partition or broker does not exist, the broker is down or
-    /// holds no replica of the partition.
+    /// holds no in-sync replica of the partition, or the cluster was shut down.
     pub fn move_leader(&self, topic: &str, partition: i32, node_id: i32) -> Result<(), Error> {
-        let shared = &self.inner.shared;
-        let changes = shared
-            .state()
-            .move_leader(topic, partition, node_id, tokio::time::Instant::now())
-            .map_err(Error::Operation)?;
-        shared.journal.record_operation(
+        self.operate(
             node_id,
-            ClusterOperation::MoveLeader {
+            |state, now| state.move_leader(topic, partition, node_id, now),
+            |leader_changes| ClusterOperation::MoveLeader {
                 topic: topic.to_owned(),
                 partition,
                 node_id,
-                leader_changes: changes,
+                leader_changes,
             },
-        );
-        Ok(())
+        )
+        .map(|_| ())
     }
 
     /// Makes broker `node_id` the coordinator of `group_id`, by moving the leader of the
@@ -663,51 +663,69 @@ impl Cluster {
     /// # Errors
     /// As [`Cluster::move_leader`].
     pub fn move_coordinator(&self, group_id: &str, node_id: i32) -> Result<(), Error> {
-        let shared = &self.inner.shared;
-        let changes = shared
-            .state()
-            .move_coordinator(group_id, node_id, tokio::time::Instant::now())
-            .map_err(Error::Operation)?;
-        shared.journal.record_operation(
+        self.operate(
             node_id,
-            ClusterOperation::MoveCoordinator {
+            |state, now| state.move_coordinator(group_id, node_id, now),
+            |leader_changes| ClusterOperation::MoveCoordinator {
                 group_id: group_id.to_owned(),
                 node_id,
-                leader_changes: changes,
+                leader_changes,
             },
-        );
-        Ok(())
+        )
+        .map(|_| ())
     }
 
-    /// Starts afresh without restarting: the journal is emptied (numbering goes on, so no seq
-    /// is given twice), every topic is deleted and the configured ones created again empty
-    /// (new topic ids), groups and committed offsets and producers' sequence state are gone.
-    /// Listeners, ports, open connections, brokers down, fault rules and producer id
-    /// allocation (ids keep counting up) stay as they are.
-    ///
-    /// # Errors
-    /// [`Error::Topic`] when a configured topic cannot be created again (its replication
-    /// factor exceeds the brokers up); nothing is reset then.
-    pub fn reset(&self) -> Result<(), Error> {
+    /// Starts afresh without restarting: the journal in memory is emptied (numbering goes on,
+    /// so no seq is given twice; a JSON Lines sink gets a [`ClusterOperation::Reset`] line,
+    /// after which `kmock check` starts afresh too), every topic is deleted and the configured
+    /// ones created again empty (new topic ids), groups and committed offsets and producers'
+    /// sequence state are gone. Listeners, ports, open connections, brokers down, fault rules
+    /// and producer id allocation (ids keep counting up) stay as they are.
+    pub fn reset(&self) {
         let shared = &self.inner.shared;
         let mut state = shared.state();
-        let mut fresh =
-            shared
-                .config
-                .initial_state(state.nodes.clone())
-                .and_then(|mut fresh| {
-                    let now = tokio::time::Instant::now();
-                    for &node in &state.down {
-                        fresh.broker_down(node, now).map_err(Error::Operation)?;
-                    }
-                    Ok(fresh)
-                })?;
+        let mut fresh = shared.config.fresh_state(state.nodes.clone());
+        let now = tokio::time::Instant::now();
+        for &node in &state.down {
+            // Cannot fail: the fresh state has every broker up.
+            let _ = fresh.broker_down(node, now);
+        }
         std::mem::swap(&mut fresh.producers, &mut state.producers);
         *state = fresh;
-        shared.journal.clear();
+        shared.journal.clear(ClusterOperation::Reset);
         drop(state);
         shared.data_arrived.notify_waiters();
         tracing::info!("cluster reset");
+    }
+
+    /// Runs a cluster operation on the state and journals it under the same lock (so no
+    /// request answered under the new state is numbered before it), then wakes waiting
+    /// Fetch requests, whose partitions may have changed leader. Gives the number of leader
+    /// changes.
+    fn operate(
+        &self,
+        node_id: i32,
+        change: impl FnOnce(
+            &mut ClusterState,
+            tokio::time::Instant,
+        ) -> Result<Vec<LeaderChange>, String>,
+        operation: impl FnOnce(Vec<LeaderChange>) -> ClusterOperation,
+    ) -> Result<usize, Error> {
+        self.check_running()?;
+        let shared = &self.inner.shared;
+        let mut state = shared.state();
+        let changes = change(&mut state, tokio::time::Instant::now()).map_err(Error::Operation)?;
+        let count = changes.len();
+        shared.journal.record_operation(node_id, operation(changes));
+        drop(state);
+        shared.data_arrived.notify_waiters();
+        Ok(count)
+    }
+
+    fn check_running(&self) -> Result<(), Error> {
+        if self.inner.shutdown.is_cancelled() {
+            return Err(Error::Operation("the cluster was shut down".into()));
+        }
         Ok(())
     }
 
@@ -826,7 +844,7 @@ async fn group_timers(shared: Arc<Shared>, shutdown: CancellationToken) {
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
-            _ = ticks.tick() => shared.state().groups.tick(tokio::time::Instant::now()),
+            _ = ticks.tick() => shared.state().tick_groups(tokio::time::Instant::now()),
         }
     }
 }

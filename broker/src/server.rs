@@ -124,8 +124,11 @@ async fn run_connection(
                     let mut fired = Fired::default();
                     // With the journal off and no fault rules, nothing reads an entry: only number it.
                     let seq = if journal.records() || shared.rules().any() {
+                        // Summarized before the journal lock is taken: naming a topic by its id
+                        // reads the cluster state, and the lock order is state, then journal.
+                        let recorded = record_request(&decoded, &shared);
                         journal.append(&arrival, |entry| {
-                            record_request(entry, &decoded, &shared);
+                            recorded.fill(entry);
                             fired = shared.rules().apply(entry);
                         })
                     } else {
@@ -332,30 +335,50 @@ fn api_name(key: i16) -> String {
     ApiKey::try_from(key).map_or_else(|()| format!("Unknown({key})"), |api| format!("{api:?}"))
 }
 
-/// Fills a new journal entry from a decoded request.
-fn record_request(entry: &mut Entry, decoded: &Decoded, shared: &Shared) {
+/// What a journal entry records of a decoded request.
+struct Recorded {
+    api: String,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<String>,
+    request: RequestSummary,
+}
+
+impl Recorded {
+    fn fill(self, entry: &mut Entry) {
+        entry.api = Some(self.api);
+        entry.version = Some(self.version);
+        entry.correlation_id = Some(self.correlation_id);
+        entry.client_id = self.client_id;
+        entry.request = Some(self.request);
+    }
+}
+
+/// Summarizes a decoded request for its journal entry (topic ids named from the state).
+fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
     match decoded {
-        Decoded::Request(request) => {
-            entry.api = Some(format!("{:?}", request.api_key));
-            entry.version = Some(request.version);
-            entry.correlation_id = Some(request.header.correlation_id);
-            entry.client_id = request
+        Decoded::Request(request) => Recorded {
+            api: format!("{:?}", request.api_key),
+            version: request.version,
+            correlation_id: request.header.correlation_id,
+            client_id: request
                 .header
                 .client_id
                 .as_ref()
-                .map(|c| c.as_str().to_owned());
-            entry.request = Some(summary::summarize(&request.body, |id| {
+                .map(|c| c.as_str().to_owned()),
+            request: summary::summarize(&request.body, |id| {
                 shared.state().topic_by_id(id).map(|t| t.name.clone())
-            }));
-        }
+            }),
+        },
         Decoded::ApiVersionsFallback {
             correlation_id,
             version,
-        } => {
-            entry.api = Some(format!("{:?}", ApiKey::ApiVersions));
-            entry.version = Some(*version);
-            entry.correlation_id = Some(*correlation_id);
-            entry.request = Some(RequestSummary::Other);
-        }
+        } => Recorded {
+            api: format!("{:?}", ApiKey::ApiVersions),
+            version: *version,
+            correlation_id: *correlation_id,
+            client_id: None,
+            request: RequestSummary::Other,
+        },
     }
 }

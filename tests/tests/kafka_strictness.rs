@@ -120,32 +120,45 @@ async fn create_partitions_with_a_count_of_i32_min_is_invalid_partitions() -> Re
 }
 
 #[tokio::test]
-async fn acks_all_on_a_topic_needing_two_in_sync_replicas_is_not_enough_replicas() -> Result<()> {
-    let (_cluster, client) = start(1, &[], 1).await?;
-    let created = client
-        .send(
-            CreateTopicsRequest::default().with_topics(vec![topic(
-                "isr",
-                1,
-                1,
-                &[("min.insync.replicas", Some("2"))],
-            )]),
-            7,
-        )
-        .await?;
-    code_is("create isr", created.topics[0].error_code, None)?;
-    let all = client.produce("isr", 0, &[record(b"k", b"v")], -1).await?;
-    code_is(
-        "acks=-1",
-        all.responses[0].partition_responses[0].error_code,
-        Some(ResponseError::NotEnoughReplicas),
-    )?;
-    let one = client.produce("isr", 0, &[record(b"k", b"v")], 1).await?;
-    code_is(
-        "acks=1",
-        one.responses[0].partition_responses[0].error_code,
-        None,
-    )
+async fn min_insync_replicas_above_the_replication_factor_is_capped_from_kafka_3_7() -> Result<()> {
+    // One replica, min.insync.replicas=2: Kafka 3.7+ caps the minimum at the replica count
+    // (Partition.effectiveMinIsr, KAFKA-15583); before, acks=all could never be satisfied.
+    for (version, expected) in [
+        ("3.7", None),
+        ("3.6", Some(ResponseError::NotEnoughReplicas)),
+    ] {
+        let cluster = kmock::Cluster::builder()
+            .kafka_version(version.parse()?)
+            .start()
+            .await?;
+        let client = kmock_client::Client::connect(cluster.brokers()[0].addr).await?;
+        let created = client
+            .send(
+                CreateTopicsRequest::default().with_topics(vec![topic(
+                    "isr",
+                    1,
+                    1,
+                    &[("min.insync.replicas", Some("2"))],
+                )]),
+                7,
+            )
+            .await?;
+        code_is("create isr", created.topics[0].error_code, None)?;
+        let all = client.produce("isr", 0, &[record(b"k", b"v")], -1).await?;
+        code_is(
+            &format!("acks=-1 on Kafka {version}"),
+            all.responses[0].partition_responses[0].error_code,
+            expected,
+        )?;
+        let one = client.produce("isr", 0, &[record(b"k", b"v")], 1).await?;
+        code_is(
+            "acks=1",
+            one.responses[0].partition_responses[0].error_code,
+            None,
+        )?;
+        cluster.shutdown().await;
+    }
+    Ok(())
 }
 
 #[tokio::test]

@@ -67,12 +67,16 @@ pub fn check(state: &ClusterState, entries: &[Entry], checks: &Checks) -> Vec<Vi
 
 fn lost_writes(state: &ClusterState, entries: &[Entry]) -> Vec<Violation> {
     // A topic deleted (and maybe created again) after a write says nothing about that write:
-    // the log checked is another one.
+    // the log checked is another one. A deletion answered with an error deleted nothing; one
+    // never answered may have.
     let mut deleted_at: HashMap<&str, u64> = HashMap::new();
     for entry in entries {
         if let Some(RequestSummary::DeleteTopics(topics)) = &entry.request {
-            for topic in topics {
-                deleted_at.insert(topic, entry.seq);
+            for t in topics
+                .iter()
+                .filter(|t| t.error_code.is_none_or(|c| c == 0))
+            {
+                deleted_at.insert(&t.topic, entry.seq);
             }
         }
     }
@@ -135,8 +139,9 @@ mod tests {
     use kafka_protocol::records::Compression;
 
     use super::*;
-    use crate::journal::{ProducePartition, ProduceSummary, ResponseSummary};
+    use crate::journal::{DeletedTopic, ProducePartition, ProduceSummary, ResponseSummary};
     use crate::state::{batch, Placement};
+    use kafka_protocol::ResponseError;
 
     const PLACEMENT: Placement = Placement {
         default_replication_factor: 1,
@@ -256,11 +261,30 @@ mod tests {
     }
 
     #[test]
+    fn a_deletion_that_failed_does_not_excuse_a_lost_write() {
+        let state = log_of(&[0]);
+        let mut refused = answered(2, 0, 0);
+        refused.api = Some("DeleteTopics".into());
+        refused.request = Some(RequestSummary::DeleteTopics(vec![DeletedTopic {
+            topic: "t".into(),
+            error_code: Some(ResponseError::TopicDeletionDisabled.code()),
+        }]));
+        let entries = [answered(1, 8, 0), refused];
+        assert_eq!(
+            kinds(&check(&state, &entries, &Checks::default()))[0].0,
+            "lost-write"
+        );
+    }
+
+    #[test]
     fn a_write_to_a_topic_deleted_since_is_not_a_lost_write() {
         let state = log_of(&[0]);
         let mut deleted = answered(2, 0, 0);
         deleted.api = Some("DeleteTopics".into());
-        deleted.request = Some(RequestSummary::DeleteTopics(vec!["t".into()]));
+        deleted.request = Some(RequestSummary::DeleteTopics(vec![DeletedTopic {
+            topic: "t".into(),
+            error_code: Some(0),
+        }]));
         let entries = [answered(1, 8, 0), deleted, answered(3, 7, 0)];
         assert_eq!(kinds(&check(&state, &entries, &Checks::default())), vec![]);
     }

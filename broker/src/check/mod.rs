@@ -253,7 +253,9 @@ pub fn run(entries: &[Entry], checks: &Checks) -> Report {
     report
 }
 
-/// The journal checks only, without noting the log checks as skipped.
+/// The journal checks only, without noting the log checks as skipped. A reset
+/// ([`crate::journal::ClusterOperation::Reset`]) starts the checks afresh: each stretch of
+/// the journal between resets is checked on its own.
 pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
     let mut report = Report {
         checks: ALL
@@ -263,7 +265,10 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
             .collect(),
         ..Report::default()
     };
-    report.violations.extend(commits::check(entries, checks));
-    report.violations.extend(sequences::check(entries, checks));
+    let is_reset = |e: &Entry| matches!(e.operation, Some(crate::journal::ClusterOperation::Reset));
+    for stretch in entries.split(is_reset) {
+        report.violations.extend(commits::check(stretch, checks));
+        report.violations.extend(sequences::check(stretch, checks));
+    }
     report
 }

@@ -134,10 +134,7 @@ fn read_partition(
     let partition = topic
         .partition(fp.partition)
         .ok_or(ResponseError::UnknownTopicOrPartition)?;
-    if partition.leader != ctx.node_id {
-        return Err(ResponseError::NotLeaderOrFollower);
-    }
-    partition.check_leader_epoch(fp.current_leader_epoch)?;
+    partition.check_leader(ctx.node_id, fp.current_leader_epoch)?;
     let log = &partition.log;
     if fp.fetch_offset < log.log_start_offset() || fp.fetch_offset > log.log_end_offset() {
         return Err(ResponseError::OffsetOutOfRange);

@@ -72,10 +72,7 @@ fn lookup(
     let partition = topic
         .and_then(|t| t.partition(p.partition_index))
         .ok_or(ResponseError::UnknownTopicOrPartition)?;
-    if partition.leader != ctx.node_id {
-        return Err(ResponseError::NotLeaderOrFollower);
-    }
-    partition.check_leader_epoch(p.current_leader_epoch)?;
+    partition.check_leader(ctx.node_id, p.current_leader_epoch)?;
     let log = &partition.log;
     let (timestamp, offset) = match p.timestamp {
         LATEST if isolation_level == READ_COMMITTED => (-1, log.last_stable_offset()),

@@ -1,9 +1,9 @@
 //! Metadata (API key 3), versions 0–13.
 //!
 //! The live brokers, the controller (the first live broker) and, per topic, partitions with
-//! leader, leader epoch, replicas, ISR (the replicas on live brokers) and offline replicas; a
-//! partition without a live replica answers LEADER_NOT_AVAILABLE with leader -1, as Kafka's
-//! `MetadataCache` does. Unknown topics are created when the cluster allows it (Kafka's
+//! leader, leader epoch, replicas, ISR and offline replicas (those on brokers down); an
+//! offline partition answers LEADER_NOT_AVAILABLE with leader -1, as Kafka's `MetadataCache`
+//! does ([`crate::state::failover`]). Unknown topics are created when the cluster allows it (Kafka's
 //! `auto.create.topics.enable`) and the request does (`allow_auto_topic_creation`, always true
 //! before v4), with the cluster's default partition count and replication factor.
 //!
@@ -56,6 +56,11 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
                     let partitions = shared.config.default_partitions;
                     match state.create_topic(name, partitions, None, Default::default()) {
                         Ok(topic) => topic_metadata(topic),
+                        // Kafka's controller refuses the creation behind the answer; the client
+                        // sees the topic still unknown (AutoTopicCreationManager, KRaft).
+                        Err(e) if e.error == ResponseError::InvalidReplicationFactor => {
+                            topic_error(Some(name), ResponseError::UnknownTopicOrPartition)
+                        }
                         Err(e) => topic_error(Some(name), e.error),
                     }
                 }
@@ -100,11 +105,13 @@ fn topic_metadata(topic: &Topic, down: &BTreeSet<i32>) -> MetadataResponseTopic 
         .iter()
         .enumerate()
         .map(|(index, p)| {
-            let (offline, isr): (Vec<BrokerId>, Vec<BrokerId>) = p
+            let offline = p
                 .replicas
                 .iter()
+                .filter(|r| down.contains(r))
                 .map(|&r| BrokerId(r))
-                .partition(|r| down.contains(&r.0));
+                .collect();
+            let isr = p.isr.iter().map(|&r| BrokerId(r)).collect();
             let error = if p.leader == -1 {
                 ResponseError::LeaderNotAvailable.code()
             } else {

@@ -38,10 +38,7 @@ pub fn handle(
                         .and_then(|t| t.partition(p.partition))
                         .ok_or(ResponseError::UnknownTopicOrPartition)
                         .and_then(|partition| {
-                            if partition.leader != ctx.node_id {
-                                return Err(ResponseError::NotLeaderOrFollower);
-                            }
-                            partition.check_leader_epoch(p.current_leader_epoch)?;
+                            partition.check_leader(ctx.node_id, p.current_leader_epoch)?;
                             Ok(partition.end_offset_for(p.leader_epoch))
                         });
                     match found {

@@ -1,8 +1,9 @@
 //! Produce (API key 0), versions 3–13.
 //!
-//! acks 0, 1 and -1 (-1 is satisfied on append, replicas being always in sync, and refused with
-//! NOT_ENOUGH_REPLICAS while fewer replicas than `min.insync.replicas` are on live brokers, as
-//! Kafka's `Partition.appendRecordsToLeader`); one record batch v2 per
+//! acks 0, 1 and -1 (-1 is satisfied on append, followers being never behind, and refused with
+//! NOT_ENOUGH_REPLICAS while the ISR is smaller than `min.insync.replicas`, capped at the
+//! replica count from Kafka 3.7, as Kafka's `Partition.appendRecordsToLeader`); one record
+//! batch v2 per
 //! partition, validated as Kafka does ([`crate::state::batch::validate`]); offsets assigned by
 //! the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer, and a
 //! failed acks 0 request closes the connection. A partition
@@ -44,7 +45,6 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
         now_ms: ctx.shared.now_ms(),
-        down: state.down.clone(),
     };
     let responses: Vec<TopicProduceResponse> = request
         .topic_data
@@ -145,8 +145,6 @@ struct ProduceContext<'a> {
     acks: i16,
     transactional: bool,
     now_ms: i64,
-    /// Brokers down: their replicas are out of sync.
-    down: std::collections::BTreeSet<i32>,
 }
 
 fn append(
@@ -166,9 +164,9 @@ fn append(
     let Some(partition) = topic.partition_mut(data.index) else {
         return Err((ResponseError::UnknownTopicOrPartition, None));
     };
-    if partition.leader != ctx.node_id {
-        return Err((ResponseError::NotLeaderOrFollower, None));
-    }
+    partition
+        .check_leader(ctx.node_id, -1)
+        .map_err(|e| (e, None))?;
     let Some(records) = data.records else {
         return Err((
             ResponseError::InvalidRecord,
@@ -176,18 +174,21 @@ fn append(
         ));
     };
     let valid = batch::validate(&records, &rules).map_err(|e| (e.error, Some(e.reason)))?;
-    // Replicas on live brokers are in sync: acks=all cannot be satisfied with fewer than
-    // min.insync.replicas of them (Kafka's Partition.appendRecordsToLeader).
-    let in_sync = partition
-        .replicas
-        .iter()
-        .filter(|r| !request.down.contains(r))
-        .count() as i64;
-    if request.acks == -1 && in_sync < min_insync_replicas {
+    // acks=all cannot be satisfied with fewer in-sync replicas than min.insync.replicas,
+    // capped at the replica count from Kafka 3.7 (Partition.appendRecordsToLeader and
+    // Partition.effectiveMinIsr, KAFKA-15583).
+    let in_sync = partition.isr.len() as i64;
+    let replicas = partition.replicas.len() as i64;
+    let min_isr = if ctx.shared.config.kafka_version >= KafkaVersion::V3_7 {
+        min_insync_replicas.min(replicas)
+    } else {
+        min_insync_replicas
+    };
+    if request.acks == -1 && in_sync < min_isr {
         return Err((
             ResponseError::NotEnoughReplicas,
             Some(format!(
-                "min.insync.replicas is {min_insync_replicas}, and {in_sync} replicas are in sync"
+                "min.insync.replicas is {min_insync_replicas}, and {in_sync} of {replicas} replicas are in sync"
             )),
         ));
     }

@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 
 pub use crate::state::failover::LeaderChange;
 pub use summary::{
-    CommitPartition, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
+    CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
     InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
     ListOffsetsSummary, MemberAssignment, OffsetCommitSummary, OffsetFetchSummary,
     ProducePartition, ProduceSummary, RequestSummary, ResponseSummary, SyncGroupSummary,
@@ -67,7 +67,7 @@ pub struct Entry {
     /// Names of the fault rules applied to this request.
     pub faults: Vec<String>,
     /// For a cluster operation's entry, what was done (then `api` is `None`, `conn` 0 and
-    /// `broker` the node id acted on); `None` for a request.
+    /// `broker` the node id acted on, -1 for a reset); `None` for a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<ClusterOperation>,
 }
@@ -102,6 +102,10 @@ pub enum ClusterOperation {
         /// The change (empty when it already led).
         leader_changes: Vec<LeaderChange>,
     },
+    /// The cluster started afresh ([`crate::Cluster::reset`]): checks forget what came
+    /// before. Written to a JSON Lines sink and to subscribers only, since the journal in
+    /// memory is emptied by it.
+    Reset,
     /// A group's coordinator was moved (with every group on its `__consumer_offsets`
     /// partition).
     MoveCoordinator {
@@ -122,11 +126,32 @@ impl ClusterOperation {
             | Self::BrokerUp { leader_changes, .. }
             | Self::MoveLeader { leader_changes, .. }
             | Self::MoveCoordinator { leader_changes, .. } => leader_changes,
+            Self::Reset => &[],
         }
     }
 }
 
 impl Entry {
+    /// An entry numbered `seq` with nothing recorded yet.
+    fn new(seq: u64, at_us: u64, from: &Arrival) -> Self {
+        Self {
+            seq,
+            at_us,
+            broker: from.broker,
+            conn: from.conn,
+            peer: from.peer,
+            client_id: None,
+            api: None,
+            version: None,
+            correlation_id: None,
+            request: None,
+            bad_request: None,
+            response: None,
+            faults: Vec::new(),
+            operation: None,
+        }
+    }
+
     /// Whether this entry is a request of `api` (Kafka's name, e.g. `"Produce"`).
     pub fn is(&self, api: &str) -> bool {
         self.api.as_deref() == Some(api)
@@ -165,7 +190,7 @@ impl Entry {
     pub fn topics(&self) -> Vec<&str> {
         let mut topics: Vec<&str> = self.partitions().into_iter().map(|(t, _)| t).collect();
         if let Some(RequestSummary::DeleteTopics(deleted)) = &self.request {
-            topics.extend(deleted.iter().map(String::as_str));
+            topics.extend(deleted.iter().map(|d| d.topic.as_str()));
         }
         topics.sort_unstable();
         topics.dedup();
@@ -382,6 +407,13 @@ fn write_line(out: &mut impl Write, entry: &Entry) -> Result<(), JournalError> {
         .map_err(|e| JournalError::Json(e.to_string()))
 }
 
+/// Where a cluster operation's entry comes from: no broker, no connection, no peer.
+const OPERATION: Arrival = Arrival {
+    broker: -1,
+    conn: 0,
+    peer: SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0),
+};
+
 /// Where an entry came from, before it has a number.
 #[derive(Debug, Clone)]
 pub(crate) struct Arrival {
@@ -471,22 +503,7 @@ impl Journal {
         let at_us = self.now_us();
         let seq = state.next_seq;
         state.next_seq += 1;
-        let mut entry = Entry {
-            seq,
-            at_us,
-            broker: from.broker,
-            conn: from.conn,
-            peer: from.peer,
-            client_id: None,
-            api: None,
-            version: None,
-            correlation_id: None,
-            request: None,
-            bad_request: None,
-            response: None,
-            faults: Vec::new(),
-            operation: None,
-        };
+        let mut entry = Entry::new(seq, at_us, from);
         fill(&mut entry);
         state.entries.push_back((entry, false));
         if state.entries.len() > self.capacity {
@@ -527,14 +544,22 @@ impl Journal {
                 entry
             }),
         };
-        // Sent under the lock, so a subscriber that then reads memory sees each entry either
-        // complete there or later here. No subscriber, no copy.
-        if let Some(entry) = &entry {
-            if self.completed.receiver_count() > 0 {
-                let _ = self.completed.send(entry.clone());
-            }
+        if let Some(entry) = entry {
+            self.publish(sink.as_deref_mut(), entry);
         }
-        if let (Some(sink), Some(entry)) = (sink.as_mut(), entry) {
+        drop(state);
+        drop(sink);
+        self.appended.notify_waiters();
+    }
+
+    /// Hands a completed entry to subscribers and the sink. Called under the journal lock
+    /// (and the sink's, taken first), so a subscriber that then reads memory sees each entry
+    /// either complete there or later here. No subscriber, no copy.
+    fn publish(&self, sink: Option<&mut Sink>, entry: Entry) {
+        if self.completed.receiver_count() > 0 {
+            let _ = self.completed.send(entry.clone());
+        }
+        if let Some(sink) = sink {
             let mut line = Vec::with_capacity(512);
             let written = write_line(&mut line, &entry).and_then(|()| {
                 sink.0
@@ -546,9 +571,6 @@ impl Journal {
                 tracing::error!("journal sink: {e}");
             }
         }
-        drop(state);
-        drop(sink);
-        self.appended.notify_waiters();
     }
 
     /// Journals a cluster operation as a complete entry of its own, when the journal records.
@@ -558,8 +580,7 @@ impl Journal {
         }
         let from = Arrival {
             broker: node_id,
-            conn: 0,
-            peer: SocketAddr::from(([0, 0, 0, 0], 0)),
+            ..OPERATION
         };
         let seq = self.append(&from, |entry| entry.operation = Some(operation));
         self.finish(seq, |_| {});
@@ -571,13 +592,40 @@ impl Journal {
         self.completed.subscribe()
     }
 
-    /// Forgets every entry kept in memory (and the evicted count); numbering goes on, so a
-    /// request in flight keeps its seq and nothing is numbered twice.
-    pub fn clear(&self) {
+    /// Forgets every entry kept in memory (and the evicted count), then numbers `marker` and
+    /// gives it to the sink and subscribers only. Numbering goes on, so nothing is numbered
+    /// twice; requests still in flight reach the sink when they complete, as evicted ones do.
+    pub fn clear(&self, marker: ClusterOperation) {
+        let mut sink = self
+            .sink
+            .as_ref()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
         let mut state = self.state();
-        state.entries.clear();
-        state.unfinished.clear();
+        let in_flight: Vec<Entry> = std::mem::take(&mut state.entries)
+            .into_iter()
+            .filter(|(_, finished)| !finished)
+            .map(|(entry, _)| entry)
+            .collect();
+        if self.sink.is_some() {
+            state
+                .unfinished
+                .extend(in_flight.into_iter().map(|e| (e.seq, e)));
+        } else {
+            state.unfinished.clear();
+        }
         state.evicted = 0;
+        if !self.records() {
+            return;
+        }
+        // Numbered under the same lock, so it falls between the entries it separates.
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let mut entry = Entry::new(seq, self.now_us(), &OPERATION);
+        entry.operation = Some(marker);
+        self.publish(sink.as_deref_mut(), entry);
+        drop(state);
+        drop(sink);
+        self.appended.notify_waiters();
     }
 
     pub fn snapshot(&self) -> JournalSnapshot {

@@ -39,9 +39,8 @@ pub enum RequestSummary {
     Heartbeat(GroupMemberSummary),
     /// LeaveGroup: the members leaving.
     LeaveGroup(LeaveGroupSummary),
-    /// DeleteTopics: the topics named (by name, or by id where no name is given and the id is
-    /// unknown).
-    DeleteTopics(Vec<String>),
+    /// DeleteTopics: the topics named, and how each deletion was answered.
+    DeleteTopics(Vec<DeletedTopic>),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -291,6 +290,15 @@ pub struct LeaveGroupSummary {
     pub members: Vec<(String, Option<String>)>,
 }
 
+/// One topic of a DeleteTopics request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedTopic {
+    /// Topic name (the topic id, as text, when named by an unknown id).
+    pub topic: String,
+    /// Error code answered for it; `None` until answered or when unanswered.
+    pub error_code: Option<i16>,
+}
+
 /// What the journal records of an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResponseSummary {
@@ -468,6 +476,10 @@ pub(crate) fn summarize(
                     Some(n) => n.0.as_str().to_owned(),
                     None => name("", t.topic_id),
                 }))
+                .map(|topic| DeletedTopic {
+                    topic,
+                    error_code: None,
+                })
                 .collect(),
         ),
         _ => RequestSummary::Other,
@@ -523,6 +535,12 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
             for (p, a) in s.partitions.iter_mut().zip(answers) {
                 p.error_code = Some(a.error_code);
                 p.offset = Some(a.offset);
+            }
+        }
+        (RequestSummary::DeleteTopics(s), ResponseKind::DeleteTopics(r)) => {
+            // Answered in request order, one result per topic named.
+            for (t, a) in s.iter_mut().zip(&r.responses) {
+                t.error_code = Some(a.error_code);
             }
         }
         (RequestSummary::InitProducerId(s), ResponseKind::InitProducerId(r)) => {

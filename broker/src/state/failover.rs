@@ -1,16 +1,19 @@
 //! Cluster operations: brokers going down and coming back, leaders and coordinators moved.
 //!
-//! As Kafka's controller: when a broker goes down, every partition it led gets the first
-//! replica on a live broker as leader (none left: leader -1, offline) with the leader epoch
-//! bumped; group and transaction coordinators follow the leaders of `__consumer_offsets` and
-//! `__transaction_state`, which fail over the same way. Each change is a [`LeaderChange`],
-//! journaled with the operation.
+//! As Kafka's KRaft controller (`ReplicationControlManager`, `PartitionChangeBuilder`, unclean
+//! leader election off): a broker that goes down leaves the ISR of its partitions, and every
+//! partition it led gets the first in-sync replica as leader, with the leader epoch bumped.
+//! When the last in-sync replica goes down, the partition is offline (leader -1) and its ISR
+//! keeps that replica: only its return brings the partition back, however many other replicas
+//! return first. Group and transaction coordinators follow the leaders of `__consumer_offsets`
+//! and `__transaction_state`, which fail over the same way. Each change is a
+//! [`LeaderChange`], journaled with the operation.
 //!
-//! Deviations from Apache Kafka: replicas are always in sync (no follower lag, so any replica
-//! may take over, as with unclean election never needed); a broker that comes back gets back
-//! at once the partitions whose preferred leader it is, where Kafka's
-//! `auto.leader.rebalance.enable` does so within `leader.imbalance.check.interval.seconds`
-//! (300 s) and only past a 10 % imbalance.
+//! Deviations from Apache Kafka: followers are never behind, so a replica on a live broker of a
+//! partition with a leader is always in the ISR (no `replica.lag.time.max.ms`, no eligible
+//! leader replicas); a broker that comes back leads again at once the partitions whose
+//! preferred leader it is, where Kafka's `auto.leader.rebalance.enable` does so within
+//! `leader.imbalance.check.interval.seconds` (300 s) and only past a 10 % imbalance.
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -68,8 +71,23 @@ impl ClusterState {
         self.transaction_state[p as usize].leader
     }
 
-    /// Takes broker `node` down: each partition it led goes to its first replica on a live
-    /// broker. The caller closes the broker's connections.
+    /// Runs the group timers ([`super::groups::Groups::tick`]) of the groups whose coordinator
+    /// is up.
+    pub fn tick_groups(&mut self, now: Instant) {
+        let Self {
+            groups,
+            consumer_offsets,
+            ..
+        } = self;
+        let partitions = consumer_offsets.len() as i32;
+        groups.tick(now, |g| {
+            consumer_offsets[partition_for(g, partitions) as usize].leader != -1
+        });
+    }
+
+    /// Takes broker `node` down: it leaves every ISR, and each partition it led goes to its
+    /// first other in-sync replica, or offline when it was the last. The caller closes the
+    /// broker's connections.
     ///
     /// # Errors
     /// A sentence when the broker does not exist or is already down.
@@ -78,25 +96,24 @@ impl ClusterState {
         if !self.down.insert(node) {
             return Err(format!("broker {node} is already down"));
         }
-        let down = self.down.clone();
         Ok(self.elect(now, |_, _, p| {
-            (p.leader == node).then(|| first_live(&p.replicas, &down))
+            (p.leader == node).then(|| p.isr.iter().copied().find(|&r| r != node).unwrap_or(-1))
         }))
     }
 
-    /// Brings broker `node` back: it leads again the partitions whose preferred replica it is,
-    /// and offline partitions with a replica on it get a leader.
+    /// Brings broker `node` back: it rejoins the ISR of every partition with a leader, leads
+    /// again the partitions whose preferred replica it is, and brings back the offline
+    /// partitions whose last in-sync replica it was.
     ///
     /// # Errors
     /// A sentence when the broker does not exist or is not down.
     pub fn broker_up(&mut self, node: i32, now: Instant) -> Result<Vec<LeaderChange>, String> {
         self.check_down(node)?;
         self.down.remove(&node);
-        let down = self.down.clone();
         Ok(self.elect(now, |_, _, p| {
-            let preferred = p.replicas.first() == Some(&node) && p.leader != node;
-            let offline = p.leader == -1 && p.replicas.contains(&node);
-            (preferred || offline).then(|| first_live(&p.replicas, &down))
+            let preferred = p.leader != -1 && p.replicas.first() == Some(&node) && p.leader != node;
+            let last_in_sync = p.leader == -1 && p.isr == [node];
+            (preferred || last_in_sync).then_some(node)
         }))
     }
 
@@ -178,17 +195,26 @@ impl ClusterState {
                 p.replicas
             ));
         }
+        if !p.isr.contains(&node) {
+            return Err(format!(
+                "broker {node}'s replica of {name} is not in sync (ISR: {:?}); Kafka elects no \
+                 such replica with unclean leader election off",
+                p.isr
+            ));
+        }
         Ok(())
     }
 
     /// Gives every partition for which `choose(topic, index, partition)` names a leader that
-    /// leader, bumping its epoch; then tells the groups whose coordinator changed.
+    /// leader, bumping its epoch; brings every ISR up to date ([`sync_isr`]); then tells the
+    /// groups whose coordinator changed.
     fn elect(
         &mut self,
         now: Instant,
         choose: impl Fn(&str, i32, &Partition) -> Option<i32>,
     ) -> Vec<LeaderChange> {
         let mut changes = Vec::new();
+        let down = &self.down;
         let mut elect = |topic: &str, partitions: &mut [Partition]| {
             for (index, p) in partitions.iter_mut().enumerate() {
                 if let Some(to) = choose(topic, index as i32, p) {
@@ -202,6 +228,7 @@ impl ClusterState {
                         leader_epoch: p.leader_epoch,
                     });
                 }
+                sync_isr(p, down);
             }
         };
         for (name, topic) in &mut self.topics {
@@ -233,11 +260,15 @@ impl ClusterState {
     }
 }
 
-/// The first of `replicas` not `down`, or -1.
-fn first_live(replicas: &[i32], down: &std::collections::BTreeSet<i32>) -> i32 {
-    replicas
-        .iter()
-        .copied()
-        .find(|r| !down.contains(r))
-        .unwrap_or(-1)
+/// A partition with a leader has every replica on a live broker in sync (followers catch up
+/// at once); an offline one keeps the last replica that was in sync.
+fn sync_isr(p: &mut Partition, down: &std::collections::BTreeSet<i32>) {
+    if p.leader != -1 {
+        p.isr = p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| !down.contains(r))
+            .collect();
+    }
 }

@@ -160,6 +160,39 @@ struct Member {
     awaiting_sync: Option<oneshot::Sender<SyncResult>>,
 }
 
+impl Member {
+    /// The member as the group's stored record keeps it: no request waiting.
+    fn stored(&self) -> Member {
+        Member {
+            group_instance_id: self.group_instance_id.clone(),
+            client_id: self.client_id.clone(),
+            client_host: self.client_host.clone(),
+            session_timeout: self.session_timeout,
+            rebalance_timeout: self.rebalance_timeout,
+            protocol_type: self.protocol_type.clone(),
+            protocols: self.protocols.clone(),
+            assignment: self.assignment.clone(),
+            last_heartbeat: self.last_heartbeat,
+            awaiting_join: None,
+            awaiting_sync: None,
+        }
+    }
+}
+
+/// What Kafka's coordinator writes of a group to `__consumer_offsets` (a group metadata
+/// record, `GroupMetadataManager.storeGroup`): at the end of each rebalance, when the leader's
+/// assignment makes the group Stable, or when the group is left Empty. A new coordinator loads
+/// the group from it.
+#[derive(Debug)]
+struct StoredGroup {
+    state: GroupState,
+    generation_id: i32,
+    protocol_type: Option<String>,
+    protocol_name: Option<String>,
+    leader: Option<String>,
+    members: BTreeMap<String, Member>,
+}
+
 /// One group.
 #[derive(Debug)]
 pub struct Group {
@@ -172,6 +205,8 @@ pub struct Group {
     /// Member ids given out with MEMBER_ID_REQUIRED, and when they expire.
     pending: HashMap<String, Instant>,
     rebalance_deadline: Option<Instant>,
+    /// The group as last stored, which a new coordinator loads.
+    stored: Option<StoredGroup>,
     /// Committed offsets by (topic, partition).
     pub offsets: BTreeMap<(String, i32), CommittedOffset>,
 }
@@ -187,6 +222,7 @@ impl Group {
             members: BTreeMap::new(),
             pending: HashMap::new(),
             rebalance_deadline: None,
+            stored: None,
             offsets: BTreeMap::new(),
         }
     }
@@ -297,6 +333,50 @@ impl Group {
             .ok_or(ResponseError::UnknownMemberId)
     }
 
+    /// Records the group as Kafka stores it (see [`StoredGroup`]).
+    fn store(&mut self) {
+        self.stored = Some(StoredGroup {
+            state: self.state,
+            generation_id: self.generation_id,
+            protocol_type: self.protocol_type.clone(),
+            protocol_name: self.protocol_name.clone(),
+            leader: self.leader.clone(),
+            members: self
+                .members
+                .iter()
+                .map(|(id, m)| (id.clone(), m.stored()))
+                .collect(),
+        });
+    }
+
+    /// The group as a new coordinator loads it: as last stored, each member's session
+    /// starting now (`GroupMetadataManager.onGroupLoaded`); never stored, an Empty group of
+    /// generation 0 (its committed offsets are kept, being stored on their own). Requests
+    /// waiting at the old coordinator must have been answered already.
+    fn reload(&mut self, now: Instant) {
+        let offsets = std::mem::take(&mut self.offsets);
+        let stored = self.stored.take();
+        *self = Group::new();
+        self.offsets = offsets;
+        if let Some(s) = stored {
+            self.state = s.state;
+            self.generation_id = s.generation_id;
+            self.protocol_type = s.protocol_type.clone();
+            self.protocol_name = s.protocol_name.clone();
+            self.leader = s.leader.clone();
+            self.members = s
+                .members
+                .iter()
+                .map(|(id, m)| {
+                    let mut member = m.stored();
+                    member.last_heartbeat = now;
+                    (id.clone(), member)
+                })
+                .collect();
+            self.stored = Some(s);
+        }
+    }
+
     /// Starts a rebalance: every member must rejoin before the largest rebalance timeout.
     fn prepare_rebalance(&mut self, now: Instant) {
         if self.state == GroupState::CompletingRebalance {
@@ -338,6 +418,7 @@ impl Group {
             self.state = GroupState::Empty;
             self.protocol_name = None;
             self.leader = None;
+            self.store();
             return;
         }
         self.protocol_name = self.select_protocol();
@@ -636,6 +717,7 @@ impl Groups {
                         member.assignment = given.remove(id).unwrap_or_default();
                     }
                     group.state = GroupState::Stable;
+                    group.store();
                     let ids: Vec<String> = group.members.keys().cloned().collect();
                     for id in ids {
                         let reply = answer(group, &id);
@@ -803,14 +885,11 @@ impl Groups {
     }
 
     /// The coordinator of the groups `moved` selects changed (their `__consumer_offsets`
-    /// partition got a new leader): waiting JoinGroup and SyncGroup requests are answered
-    /// NOT_COORDINATOR, as Kafka's old coordinator does when it unloads the group, and every
-    /// member's session starts afresh, as when the new coordinator loads it
-    /// (`GroupMetadataManager.onGroupLoaded` schedules each member's heartbeat expiry anew).
-    ///
-    /// Deviation from Apache Kafka: the new coordinator keeps the group as it was, a rebalance
-    /// in progress included, where Kafka's reloads the last stored generation; members that
-    /// rejoin carry that rebalance on.
+    /// partition got a new leader, or none): waiting JoinGroup and SyncGroup requests are
+    /// answered NOT_COORDINATOR, as Kafka's old coordinator does when it unloads the group,
+    /// and the group is what the new coordinator loads: the last stored generation (a
+    /// rebalance in progress is lost; its members rejoin), every member's session starting
+    /// afresh.
     pub fn coordinator_moved(&mut self, moved: impl Fn(&str) -> bool, now: Instant) {
         for (group_id, group) in &mut self.groups {
             if !moved(group_id) {
@@ -823,15 +902,16 @@ impl Groups {
                 if let Some(tx) = member.awaiting_sync.take() {
                     let _ = tx.send(Err(ResponseError::NotCoordinator));
                 }
-                member.last_heartbeat = now;
             }
+            group.reload(now);
         }
     }
 
     /// Expires members whose session timed out, and completes rebalances whose timeout
-    /// passed. Called by the cluster every few milliseconds.
-    pub fn tick(&mut self, now: Instant) {
-        for group in self.groups.values_mut() {
+    /// passed, in the groups `coordinated` selects (a group whose coordinator is offline has
+    /// no timers running, as in Kafka). Called by the cluster every few milliseconds.
+    pub fn tick(&mut self, now: Instant, coordinated: impl Fn(&str) -> bool) {
+        for (_, group) in self.groups.iter_mut().filter(|(id, _)| coordinated(id)) {
             let pending_before = group.pending.len();
             group.pending.retain(|_, expiry| *expiry > now);
             if group.pending.len() < pending_before {

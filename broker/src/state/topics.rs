@@ -32,6 +32,10 @@ pub const MAX_PARTITIONS: i32 = 100_000;
 pub struct Partition {
     /// Node ids of the brokers holding a replica, the preferred leader first.
     pub replicas: Vec<i32>,
+    /// The in-sync replicas, in replica order: every replica on a live broker while the
+    /// partition has a leader (followers catch up at once); while it is offline, the last one
+    /// that was in sync, whose return it waits for ([`super::failover`]).
+    pub isr: Vec<i32>,
     /// Node id of the leader broker; -1 while every replica's broker is down (offline).
     pub leader: i32,
     /// Current leader epoch (0 at creation, bumped on every leader change).
@@ -49,6 +53,7 @@ impl Partition {
     pub fn new(replicas: Vec<i32>) -> Self {
         Self {
             leader: replicas.first().copied().unwrap_or(-1),
+            isr: replicas.clone(),
             replicas,
             leader_epoch: 0,
             epoch_starts: vec![(0, 0)],
@@ -114,6 +119,24 @@ impl Partition {
         self.leader_epoch += 1;
         self.epoch_starts
             .push((self.leader_epoch, self.log.log_end_offset()));
+    }
+
+    /// Checks that broker `node` may answer for this partition as its leader, in Kafka's order
+    /// (`ReplicaManager.getPartitionOrException`, then `Partition.getLocalLog`): a broker
+    /// holding no replica answers NOT_LEADER_OR_FOLLOWER; one holding a replica first checks
+    /// the client's `current_leader_epoch` ([`Self::check_leader_epoch`]), then that it leads.
+    ///
+    /// # Errors
+    /// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
+    pub fn check_leader(&self, node: i32, current_leader_epoch: i32) -> Result<(), ResponseError> {
+        if !self.replicas.contains(&node) {
+            return Err(ResponseError::NotLeaderOrFollower);
+        }
+        self.check_leader_epoch(current_leader_epoch)?;
+        if self.leader != node {
+            return Err(ResponseError::NotLeaderOrFollower);
+        }
+        Ok(())
     }
 
     /// Checks a client's `current_leader_epoch` against this partition's, as Kafka's

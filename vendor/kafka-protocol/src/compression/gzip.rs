@@ -41,7 +41,7 @@ impl<B: ByteBuf> Decompressor<B> for Gzip {
     {
         // kmock patch: bounded (`super::read_bounded`).
         let compressed = buf.copy_to_bytes(buf.remaining());
-        let tmp = super::read_bounded(flate2::read::GzDecoder::new(&compressed[..]), "gzip")?;
+        let tmp = super::read_bounded(flate2::read::MultiGzDecoder::new(&compressed[..]), "gzip")?;
         f(&mut tmp.into())
     }
 }
