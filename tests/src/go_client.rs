@@ -105,14 +105,15 @@ pub fn build(program: &str, sarama: &str) -> Result<PathBuf> {
         .nth(2)
         .context("the test binary is not under <target>/<profile>/deps")?;
     let dir = profile_dir.join("go-clients");
-    let binary = dir.join(format!("{program}-{sarama}-{:016x}", hasher.finish()));
+    let name = format!("{program}-{sarama}-{:016x}", hasher.finish());
+    let binary = dir.join(&name);
 
     let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     if binary.exists() {
         return Ok(binary);
     }
     std::fs::create_dir_all(&dir)?;
-    let partial = binary.with_extension(format!("partial-{}", std::process::id()));
+    let partial = dir.join(format!("{name}.partial-{}", std::process::id()));
     let started = Instant::now();
     go(&[
         "build",
@@ -123,6 +124,15 @@ pub fn build(program: &str, sarama: &str) -> Result<PathBuf> {
         &format!("./{program}"),
     ])?;
     std::fs::rename(&partial, &binary)?;
+    // Older builds of this program and version are stale now.
+    let prefix = format!("{program}-{sarama}-");
+    for entry in std::fs::read_dir(&dir)?.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && entry.path() != binary && !name.contains(".partial-") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
     eprintln!(
         "built {program} against Sarama {sarama} in {:.1?}: {}",
         started.elapsed(),
