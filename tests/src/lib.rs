@@ -1,137 +1,78 @@
-//! Helpers shared by the real-client integration tests: numbered messages produced with
-//! librdkafka, the partition logs read back with librdkafka, and the exactly-once-in-order
-//! verdict over both.
+//! Helpers for kmock's integration tests with real clients: the fixtures (scenarios and client
+//! programs in other languages), a cluster started from a scenario file, and numbered messages
+//! produced and read back with librdkafka ([`numbered`]).
 
-use std::time::Duration;
+pub mod go_client;
+pub mod numbered;
 
-use anyhow::{anyhow, bail, Context, Result};
-use futures::future::join_all;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{Message, Offset, TopicPartitionList};
+pub use numbered::{exactly_once_in_order, produce_numbered, read_log, Produced};
 
-/// Where numbered messages went: message `i` carries the decimal number `i` as its value and
-/// `key-{i % 997}` as its key.
-#[derive(Debug, Clone, Default)]
-pub struct Produced {
-    /// `(partition, offset)` of message i, from its delivery report.
-    pub delivered: Vec<(i32, i64)>,
-    /// Message numbers sent to each partition, in production order (index = the producer's
-    /// sequence within the partition, for an idempotent producer that never bumps its epoch).
-    pub by_partition: Vec<Vec<usize>>,
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use kmock::{Checks, Cluster, Scenario};
+
+/// `fixtures/<path>` of the repository.
+pub fn fixture(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(path)
 }
 
-/// Enqueues messages `0..count` to `topic` one at a time in number order (so each partition's
-/// production order is the order of its numbers), `pause` between chunks of `chunk` messages,
-/// then waits for every delivery report.
+/// A cluster started as `fixtures/scenarios/<name>` says, on free loopback ports, with the
+/// scenario's rules in force and its operations scheduled, and the checks the scenario names
+/// (all checks if it names none).
 ///
 /// # Errors
-/// The first message that could not be queued or delivered, with librdkafka's reason.
-pub async fn produce_numbered(
-    producer: &FutureProducer,
-    topic: &str,
-    partitions: i32,
-    count: usize,
-    (chunk, pause): (usize, Duration),
-) -> Result<Produced> {
-    let mut deliveries = Vec::with_capacity(count);
-    for i in 0..count {
-        let (key, value) = (format!("key-{}", i % 997), i.to_string());
-        let record = FutureRecord::to(topic).key(&key).payload(&value);
-        let queued = producer
-            .send_result(record)
-            .map_err(|(e, _)| anyhow!("message {i} not queued: {e}"))?;
-        deliveries.push(queued);
-        if (i + 1) % chunk == 0 {
-            tokio::time::sleep(pause).await;
-        }
+/// An unreadable or invalid scenario, or a cluster that does not start.
+pub async fn start_scenario(name: &str) -> Result<(Cluster, Checks)> {
+    let path = fixture(&format!("scenarios/{name}"));
+    let scenario = Scenario::load(&path)?;
+    let cluster = scenario.builder()?.port(0).start().await?;
+    for rule in scenario.rules()? {
+        cluster.add_rule(rule)?;
     }
-    let mut produced = Produced {
-        delivered: vec![(0, 0); count],
-        by_partition: vec![Vec::new(); partitions as usize],
-    };
-    for (i, result) in join_all(deliveries).await.into_iter().enumerate() {
-        let d = result
-            .context("delivery report channel closed")?
-            .map_err(|(e, _)| anyhow!("message {i} not delivered: {e}"))?;
-        produced.delivered[i] = (d.partition, d.offset);
-        produced.by_partition[d.partition as usize].push(i);
-    }
-    Ok(produced)
+    tokio::spawn(kmock::schedule::run(
+        cluster.clone(),
+        scenario.operations.clone(),
+    ));
+    let checks = scenario.checks()?.unwrap_or_default();
+    Ok((cluster, checks))
 }
 
-/// Reads every record of `topic`'s `partitions` up to their high watermarks with a
-/// librdkafka consumer: per partition, `(offset, message number)` in log order.
+/// How many times a reproduction test runs its scenario: `KMOCK_REPEAT` (default 1), to
+/// measure a detection rate, e.g. `KMOCK_REPEAT=10 cargo test -p kmock-tests --test
+/// sarama_commit_race -- --nocapture`.
 ///
-/// # Errors
-/// When the watermarks cannot be read, a value is not a number, or the log is not read whole
-/// within `timeout`.
-pub async fn read_log(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-    timeout: Duration,
-) -> Result<Vec<Vec<(i64, usize)>>> {
-    let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "log-reader")
-        .set("enable.auto.commit", "false")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    let mut ends = Vec::new();
-    for p in 0..partitions {
-        assignment.add_partition_offset(topic, p, Offset::Beginning)?;
-        let (_, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10))?;
-        ends.push(high as usize);
-    }
-    consumer.assign(&assignment)?;
-    let mut stored = vec![Vec::new(); partitions as usize];
-    let deadline = tokio::time::Instant::now() + timeout;
-    while stored.iter().zip(&ends).any(|(s, &end)| s.len() < end) {
-        let message = tokio::time::timeout_at(deadline, consumer.recv())
-            .await
-            .map_err(|_| anyhow!("timed out reading the log; high watermarks {ends:?}"))??;
-        let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
-        let n = value
+/// # Panics
+/// When `KMOCK_REPEAT` is set but not a positive number.
+pub fn repeat() -> usize {
+    match std::env::var("KMOCK_REPEAT") {
+        Err(_) => 1,
+        Ok(text) => text
             .parse()
-            .with_context(|| format!("value {value:?} is not a message number"))?;
-        stored[message.partition() as usize].push((message.offset(), n));
+            .ok()
+            .filter(|n| *n > 0)
+            .with_context(|| format!("KMOCK_REPEAT={text:?} is not a positive number"))
+            .unwrap(),
     }
-    Ok(stored)
 }
 
-/// Checks that each partition's log holds exactly the messages produced to it, once each, in
-/// production order, from offset 0, each where its delivery report put it.
+/// "name fired n of m" for every rule of `cluster`, joined; an error if one never fired (the
+/// fault the run was meant to show was not injected).
 ///
 /// # Errors
-/// The first record that breaks this, with what was expected there; `around(partition,
-/// index)` adds context (say, the journal's batches near that sequence).
-pub fn exactly_once_in_order(
-    stored: &[Vec<(i64, usize)>],
-    produced: &Produced,
-    around: impl Fn(i32, usize) -> String,
-) -> Result<()> {
-    for (p, messages) in (0..).zip(stored) {
-        let expected: Vec<(i64, usize)> = (0..)
-            .zip(produced.by_partition[p as usize].iter().copied())
-            .collect();
-        let wrong = |k: usize| match (messages.get(k), expected.get(k)) {
-            (got, Some(&(o, n))) => got != Some(&(o, n)) || produced.delivered[n] != (p, o),
-            (got, None) => got.is_some(),
-        };
-        if let Some(k) = (0..messages.len().max(expected.len())).find(|&k| wrong(k)) {
-            bail!(
-                "partition {p}: (offset, message) {k} of the log is {:?}, expected {:?}, \
-                 delivery report (partition, offset) {:?} (log {} records, {} produced to it); {}",
-                messages.get(k),
-                expected.get(k),
-                expected.get(k).map(|&(_, n)| produced.delivered[n]),
-                messages.len(),
-                expected.len(),
-                around(p, k)
-            );
-        }
-    }
-    Ok(())
+/// A rule that fired on no request, with every rule's counts.
+pub fn rules_fired(cluster: &Cluster) -> Result<String> {
+    let rules = cluster.rules();
+    let counts = rules
+        .iter()
+        .map(|r| format!("{} fired {} of {}", r.name, r.fired, r.matched))
+        .collect::<Vec<_>>()
+        .join(", ");
+    anyhow::ensure!(
+        rules.iter().all(|r| r.fired > 0),
+        "a fault rule never fired: {counts}"
+    );
+    Ok(counts)
 }

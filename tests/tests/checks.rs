@@ -386,6 +386,35 @@ async fn a_gap_after_a_batch_lost_with_its_connection_is_named() {
 }
 
 #[tokio::test]
+async fn a_batch_cut_off_behind_a_dropped_one_and_retried_in_order_is_clean() {
+    let (cluster, client) = setup().await;
+    cluster
+        .add_rule(Rule::on(ApiKey::Produce).nth(2).disconnect())
+        .unwrap();
+    client.send(batch(0, 0, 1), 9).await.unwrap();
+    // Pipelined: sequence 2 is read behind sequence 1, whose request closes the connection
+    // before either is handled; the client retries both, in order.
+    let (dropped, cut_off) = tokio::join!(
+        client.send(batch(0, 1, 1), 9),
+        client.send(batch(0, 2, 1), 9)
+    );
+    assert!(dropped.is_err() && cut_off.is_err());
+    let journal = cluster.journal();
+    assert_eq!(
+        journal.api("Produce").count(),
+        3,
+        "the cut-off request reached the journal: {:?}",
+        journal.entries()
+    );
+    let again = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    for first in [1, 2] {
+        let answer = again.send(batch(0, first, 1), 9).await.unwrap();
+        assert_eq!(answer.responses[0].partition_responses[0].error_code, 0);
+    }
+    cluster.check(&Checks::default()).assert_clean();
+}
+
+#[tokio::test]
 async fn sequences_wrapping_past_i32_max_are_in_order() {
     let (cluster, client) = setup().await;
     for (first, count) in [(i32::MAX - 2, 3), (0, 1), (1, 1)] {

@@ -14,8 +14,9 @@
 //!   outstanding on one connection than [`Checks::max_in_flight`].
 //!
 //! A retry of a batch already stored (same epoch, base sequence and record count) is never a
-//! violation; a batch the broker refused or never applied does not count as sent. Sequences
-//! wrap from 2^31−1 to 0.
+//! violation; a batch the broker refused or never applied does not count as sent, and one in a
+//! request never handled (cut off with its connection) is not judged. Sequences wrap from
+//! 2^31−1 to 0.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -40,9 +41,15 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
         let Some(RequestSummary::Produce(produce)) = &entry.request else {
             continue;
         };
+        // A request never handled (its connection closed before its turn, as behind one a
+        // `disconnect` dropped) was judged by no broker: the client resends its batches, and
+        // those are checked.
+        if entry.response.is_none() && !applied_unanswered(entry) {
+            continue;
+        }
         for b in produce.partitions.iter().filter(|b| b.producer_id >= 0) {
-            // Only batches the broker stored move the producer's state on; every batch sent is
-            // checked against it.
+            // Only batches the broker stored move the producer's state on; every batch handled
+            // is checked against it.
             let applied = match b.error_code {
                 Some(code) => code == 0,
                 None => applied_unanswered(entry),

@@ -1,0 +1,248 @@
+//! The Go client programs of `fixtures/clients/go` (Sarama's consumer group and idempotent
+//! async producer): built for a chosen Sarama version and run as child processes that print
+//! what they did as JSON lines.
+//!
+//! A version is built with the module file that pins it: `go.<version>.mod` with its
+//! `go.<version>.sum`, or `go.mod` for the version it requires (the newest). Modules come from
+//! the Go module proxy and are checked against the committed sums, so no checksum database is
+//! needed. Binaries are cached in `<target>/<profile>/go-clients/`, named by program, version
+//! and a hash of the Go sources, the module and sum files and `go version`: a test run builds
+//! only what changed, and Go's own build cache makes a rebuild take seconds.
+
+use std::collections::hash_map::DefaultHasher;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+/// One build at a time in this process (tests run in parallel and may want the same binary).
+static BUILDING: Mutex<()> = Mutex::new(());
+
+/// `fixtures/clients/go`.
+fn go_dir() -> PathBuf {
+    crate::fixture("clients/go")
+}
+
+/// The module file pinning `sarama` (e.g. `"v1.43.2"`), relative to [`go_dir`].
+fn module_file(sarama: &str) -> Result<String> {
+    let pinned = format!("go.{sarama}.mod");
+    if go_dir().join(&pinned).exists() {
+        return Ok(pinned);
+    }
+    let default = std::fs::read_to_string(go_dir().join("go.mod"))?;
+    ensure!(
+        default.contains(&format!("github.com/IBM/sarama {sarama}\n")),
+        "no module file pins Sarama {sarama}: add fixtures/clients/go/{pinned} (and its sums: \
+         GOFLAGS=-mod=mod go mod tidy -modfile={pinned})"
+    );
+    Ok("go.mod".into())
+}
+
+/// Every `.go` file under `dir`, sorted.
+fn go_sources(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            go_sources(&path, found)?;
+        } else if path.extension().is_some_and(|e| e == "go") {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(())
+}
+
+/// Runs `go` with `args` in [`go_dir`]; its stdout, or an error with its stderr.
+fn go(args: &[&str]) -> Result<String> {
+    let out = std::process::Command::new("go")
+        .args(args)
+        .current_dir(go_dir())
+        .output()
+        .context(
+            "running the Go toolchain (`go`): Go 1.26 or later must be installed and on PATH \
+             to build the Sarama client programs",
+        )?;
+    ensure!(
+        out.status.success(),
+        "go {} failed ({}):\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The program `fixtures/clients/go/<program>` (`"consumer"` or `"producer"`) built against
+/// Sarama `sarama` (e.g. `"v1.43.2"`): its path, built now unless cached.
+///
+/// # Errors
+/// No module file for that version, no Go toolchain, or a failed build (with Go's output).
+pub fn build(program: &str, sarama: &str) -> Result<PathBuf> {
+    let modfile = module_file(sarama)?;
+    let sumfile = modfile.replace(".mod", ".sum");
+    let mut hasher = DefaultHasher::new();
+    (program, sarama, go(&["version"])?).hash(&mut hasher);
+    let mut inputs = Vec::new();
+    go_sources(&go_dir(), &mut inputs)?;
+    inputs.extend([go_dir().join(&modfile), go_dir().join(&sumfile)]);
+    for path in &inputs {
+        path.hash(&mut hasher);
+        std::fs::read(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .hash(&mut hasher);
+    }
+    // The test binary is `<target>/<profile>/deps/<name>`.
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .ancestors()
+        .nth(2)
+        .context("the test binary is not under <target>/<profile>/deps")?;
+    let dir = profile_dir.join("go-clients");
+    let name = format!("{program}-{sarama}-{:016x}", hasher.finish());
+    let binary = dir.join(&name);
+
+    let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
+    if binary.exists() {
+        return Ok(binary);
+    }
+    std::fs::create_dir_all(&dir)?;
+    let partial = dir.join(format!("{name}.partial-{}", std::process::id()));
+    let started = Instant::now();
+    go(&[
+        "build",
+        "-buildvcs=false",
+        &format!("-modfile={modfile}"),
+        "-o",
+        partial.to_str().context("a non-UTF-8 target path")?,
+        &format!("./{program}"),
+    ])?;
+    std::fs::rename(&partial, &binary)?;
+    // Older builds of this program and version are stale now.
+    let prefix = format!("{program}-{sarama}-");
+    for entry in std::fs::read_dir(&dir)?.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && entry.path() != binary && !name.contains(".partial-") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    eprintln!(
+        "built {program} against Sarama {sarama} in {:.1?}: {}",
+        started.elapsed(),
+        binary.display()
+    );
+    Ok(binary)
+}
+
+/// What a client program did: its exit status and its JSON lines.
+#[derive(Debug)]
+pub struct Output {
+    /// Exit status: 0 done without client errors, 1 client errors or a timeout, 2 could not
+    /// start.
+    pub status: ExitStatus,
+    /// Every line it printed, parsed, each an object with an `event` field.
+    pub events: Vec<Value>,
+    /// What it wrote to stderr.
+    pub stderr: String,
+    /// How long it ran.
+    pub took: Duration,
+}
+
+impl Output {
+    /// The events of one kind, in order.
+    pub fn events<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.events.iter().filter(move |e| e["event"] == kind)
+    }
+
+    /// The last event of one kind.
+    pub fn last(&self, kind: &str) -> Option<&Value> {
+        self.events.iter().rev().find(|e| e["event"] == kind)
+    }
+
+    /// The text of every `error` event.
+    pub fn errors(&self) -> Vec<&str> {
+        self.events("error")
+            .filter_map(|e| e["error"].as_str())
+            .collect()
+    }
+}
+
+impl fmt::Display for Output {
+    /// The status, the time, the last few events and stderr: for failure messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "exit {} after {:.2?}; last events:",
+            self.status, self.took
+        )?;
+        for event in self.events.iter().rev().take(12).rev() {
+            writeln!(f, "  {event}")?;
+        }
+        if !self.stderr.is_empty() {
+            writeln!(f, "stderr:\n{}", self.stderr)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `binary` with `args`; kills it if it runs longer than `limit`.
+///
+/// # Errors
+/// It could not start, outlived `limit`, or printed a line that is not a JSON object.
+pub async fn run(binary: &Path, args: &[&str], limit: Duration) -> Result<Output> {
+    let started = Instant::now();
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let mut out_pipe = child.stdout.take().context("no stdout pipe")?;
+    let mut err_pipe = child.stderr.take().context("no stderr pipe")?;
+    let finished = tokio::time::timeout(limit, async {
+        let (read_out, read_err, status) = tokio::join!(
+            out_pipe.read_to_string(&mut stdout),
+            err_pipe.read_to_string(&mut stderr),
+            child.wait()
+        );
+        read_out?;
+        read_err?;
+        status
+    })
+    .await;
+    let status = match finished {
+        Ok(status) => status?,
+        Err(_) => {
+            child.kill().await?;
+            bail!(
+                "{} {} still running after {limit:?}; output so far:\n{stdout}\n{stderr}",
+                binary.display(),
+                args.join(" ")
+            );
+        }
+    };
+    let events = stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line)
+                .ok()
+                .filter(Value::is_object)
+                .with_context(|| format!("not a JSON object line: {line:?}"))
+        })
+        .collect::<Result<_>>()?;
+    Ok(Output {
+        status,
+        events,
+        stderr,
+        took: started.elapsed(),
+    })
+}
