@@ -1,7 +1,7 @@
 //! The fakes measured side by side, each run as its own process: the `kmock` binary,
 //! librdkafka's mock cluster (this program re-run as `kmock-bench serve-librdkafka-mock`) and
 //! franz-go's kfake (`fixtures/clients/go/kfake-serve`). Every one prints
-//! `bootstrap: host:port,…` as its first line, and is killed when its [`Server`] is dropped.
+//! `bootstrap: host:port,…` as its first line, and is stopped when its [`Server`] is dropped.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -163,7 +163,7 @@ fn build_kfake(dir: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// A running fake cluster, killed when dropped.
+/// A running fake cluster, stopped when dropped.
 #[derive(Debug)]
 pub struct Server {
     child: Child,
@@ -238,8 +238,60 @@ impl Server {
     }
 }
 
+impl Server {
+    /// CPU time its process has used so far, user and system, in seconds (`utime` + `stime`
+    /// of `/proc/PID/stat`, every thread counted).
+    ///
+    /// # Errors
+    /// When the process is gone or the file does not parse.
+    pub fn cpu_seconds(&self) -> Result<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| -> Result<f64> {
+            let field = fields
+                .get(i)
+                .ok_or_else(|| anyhow!("short /proc/PID/stat"))?;
+            Ok(field.parse::<f64>()?)
+        };
+        // utime and stime are fields 14 and 15 of the line; what follows the name starts at 3.
+        Ok((ticks(11)? + ticks(12)?) / clock_ticks_per_second())
+    }
+}
+
+/// `getconf CLK_TCK`: the unit of `/proc/PID/stat` times (100 on Linux unless configured).
+fn clock_ticks_per_second() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
 impl Drop for Server {
+    /// Asks the server to stop (SIGTERM: every peer exits on it, so a profiler wrapping one can
+    /// write its output), and kills it if it has not exited within 10 s.
     fn drop(&mut self) {
+        let asked = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        if asked {
+            for _ in 0..1000 {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
