@@ -81,8 +81,8 @@ fn metadata_ms(bench: &Bench, peer: Peer) -> Result<f64> {
 }
 
 /// Records/s of `connections` connections, all connected before any produces, each sending its
-/// requests one at a time to the leader of partition `i % 6`; and how many connections or
-/// requests failed.
+/// requests one at a time to the leader of partition `i % 6`; and how many connections failed to
+/// connect plus how many requests failed.
 fn connections(bench: &Bench, peer: Peer) -> Result<(f64, usize)> {
     let sizes = &bench.sizes;
     let server = Server::spawn(bench.tools.command(peer, BROKERS, &[(TOPIC, PARTITIONS)]))?;
