@@ -121,22 +121,26 @@ fn workspace() -> &'static Path {
         .expect("kmock-tests sits inside the workspace")
 }
 
-/// `cargo build -p kmock --bin kmock`, in release when this program is an optimized build, and
-/// the path of the binary cargo reports.
+/// `cargo build --workspace --bin kmock`, in release when this program is an optimized build,
+/// and the path of the binary cargo reports.
 fn build_kmock() -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace())
-        .args(["build", "-p", "kmock", "--bin", "kmock"])
+        // The whole workspace's features, as `cargo test --workspace` builds them, so that the
+        // binary that build made is reused rather than built again with other features.
+        .args(["build", "--workspace", "--bin", "kmock"])
         .args(["--message-format", "json-render-diagnostics"])
         .stderr(Stdio::inherit());
     if !cfg!(debug_assertions) {
         command.arg("--release");
     }
-    let output = command.output().context("running cargo build -p kmock")?;
+    let output = command
+        .output()
+        .context("running cargo build --bin kmock")?;
     if !output.status.success() {
-        bail!("cargo build -p kmock failed: {}", output.status);
+        bail!("cargo build --bin kmock failed: {}", output.status);
     }
     String::from_utf8_lossy(&output.stdout)
         .lines()
