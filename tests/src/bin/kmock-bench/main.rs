@@ -190,7 +190,11 @@ fn main() -> Result<()> {
         if !cli.only.is_empty() && !cli.only.contains(figure) {
             continue;
         }
-        eprintln!("kmock-bench: {figure:?} …");
+        let load = report::load_average();
+        eprintln!("kmock-bench: {figure:?} (load average {load:?}) …");
+        machine
+            .load_average_by_figure
+            .push((format!("{figure:?}"), load));
         let run = match figure {
             Figure::Startup => startup::run,
             Figure::Producer => producer::run,

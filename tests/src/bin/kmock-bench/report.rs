@@ -89,6 +89,8 @@ pub struct Machine {
     /// `/proc/loadavg`'s 1-, 5- and 15-minute load averages at the start and end of the run.
     pub load_average_start: [f64; 3],
     pub load_average_end: [f64; 3],
+    /// The load averages as each figure started.
+    pub load_average_by_figure: Vec<(String, [f64; 3])>,
 }
 
 impl Machine {
@@ -113,6 +115,7 @@ impl Machine {
             kernel: read("/proc/sys/kernel/osrelease").trim().to_owned(),
             load_average_start: load_average(),
             load_average_end: [f64::NAN; 3],
+            load_average_by_figure: Vec::new(),
         }
     }
 }
