@@ -31,6 +31,10 @@ pub enum FrameError {
     Io(#[from] std::io::Error),
 }
 
+/// Bytes a connection reads into one buffer: frames up to this size share a buffer of this size,
+/// a larger frame gets a buffer of about its own size.
+pub const READ_BUFFER_BYTES: usize = 64 * 1024;
+
 /// Reads length-prefixed frames from the read half of a connection.
 #[derive(Debug)]
 pub struct FrameReader<R> {
@@ -44,7 +48,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub fn new(stream: R, max_frame_bytes: usize) -> Self {
         Self {
             stream,
-            buffer: BytesMut::with_capacity(64 * 1024),
+            buffer: BytesMut::with_capacity(READ_BUFFER_BYTES),
             max_frame_bytes,
         }
     }

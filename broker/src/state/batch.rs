@@ -4,7 +4,8 @@
 //! the client sent it (compressed or not), only rewriting the fields the broker owns: the base
 //! offset and the partition leader epoch (outside the CRC), and for a topic with
 //! `message.timestamp.type=LogAppendTime` the timestamp type bit and max timestamp (with a new
-//! CRC), as Kafka's `LogValidator` does.
+//! CRC), as Kafka's `LogValidator` does. Those fields all sit in the 61-byte header, so only the
+//! header is copied: large records stay in the buffer the request arrived in ([`StoredBytes`]).
 //!
 //! Records are decoded with the `kafka-protocol` crate; this file reads only the fixed-offset
 //! fields of the v2 batch header.
@@ -13,9 +14,11 @@
 //! INVALID_RECORD (the vendored codec's bound, `vendor/README.md`), where Kafka, decompressing
 //! record by record, sets no limit.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
+
+use crate::connection::READ_BUFFER_BYTES;
 
 /// Byte offsets of the record batch v2 header fields.
 mod at {
@@ -158,13 +161,19 @@ pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBat
             ),
         ));
     }
-    let stored_crc = read_u32(records, at::CRC);
-    let actual_crc = crc32c::crc32c(&records[at::ATTRIBUTES..]);
-    if stored_crc != actual_crc {
-        return Err(InvalidBatch::new(
-            CorruptMessage,
-            format!("record batch CRC {stored_crc:#010x} does not match its contents ({actual_crc:#010x})"),
-        ));
+    // The decoder checks the CRC before it decodes anything, so a batch that decodes has a valid
+    // CRC; only when decoding fails is the CRC computed here, to answer CORRUPT_MESSAGE ahead of
+    // the checks that follow it in Kafka's order. A valid batch's CRC is computed once.
+    let decoded = RecordBatchDecoder::decode(&mut records.clone());
+    if decoded.is_err() {
+        let stored_crc = read_u32(records, at::CRC);
+        let actual_crc = crc32c::crc32c(&records[at::ATTRIBUTES..]);
+        if stored_crc != actual_crc {
+            return Err(InvalidBatch::new(
+                CorruptMessage,
+                format!("record batch CRC {stored_crc:#010x} does not match its contents ({actual_crc:#010x})"),
+            ));
+        }
     }
     let attributes = attributes_of(records);
     if attributes & COMPRESSION_MASK > ZSTD {
@@ -192,7 +201,7 @@ pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBat
             ),
         ));
     }
-    let decoded = RecordBatchDecoder::decode(&mut records.clone())
+    let decoded = decoded
         .map_err(|e| InvalidBatch::new(InvalidRecord, format!("records do not decode: {e}")))?;
     let offsets_in_order = decoded
         .records
@@ -235,27 +244,67 @@ pub fn header(records: &[u8]) -> Option<BatchInfo> {
 }
 
 impl ValidBatch {
-    /// The bytes to store: base offset and partition leader epoch set by the broker, and with
-    /// `log_append_time_ms` the LogAppendTime bit, max timestamp and CRC rewritten.
+    /// The batch to store: base offset and partition leader epoch set by the broker, and with
+    /// `log_append_time_ms` the LogAppendTime bit, max timestamp and CRC rewritten. Only the
+    /// header is copied, and records under 64 KiB.
     pub fn into_stored_bytes(
         self,
         base_offset: i64,
         leader_epoch: i32,
         log_append_time_ms: Option<i64>,
-    ) -> Bytes {
-        let mut bytes = BytesMut::from(&self.bytes[..]);
-        bytes[at::BASE_OFFSET..at::BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
-        bytes[at::PARTITION_LEADER_EPOCH..at::PARTITION_LEADER_EPOCH + 4]
+    ) -> StoredBytes {
+        let mut header = [0; at::RECORDS];
+        header.copy_from_slice(&self.bytes[..at::RECORDS]);
+        let records = self.bytes.slice(at::RECORDS..);
+        // Records smaller than a connection's read buffer are copied into their own allocation,
+        // so that a small batch does not keep alive a whole buffer of other requests; larger
+        // ones arrived in a buffer of about their own size and stay in it, uncopied.
+        let records = if records.len() < READ_BUFFER_BYTES {
+            Bytes::copy_from_slice(&records)
+        } else {
+            records
+        };
+        header[at::BASE_OFFSET..at::BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
+        header[at::PARTITION_LEADER_EPOCH..at::PARTITION_LEADER_EPOCH + 4]
             .copy_from_slice(&leader_epoch.to_be_bytes());
         if let Some(now) = log_append_time_ms {
-            let attributes = read_i16(&bytes, at::ATTRIBUTES) | TIMESTAMP_TYPE_LOG_APPEND;
-            bytes[at::ATTRIBUTES..at::ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
-            bytes[at::MAX_TIMESTAMP..at::MAX_TIMESTAMP + 8].copy_from_slice(&now.to_be_bytes());
-            let crc = crc32c::crc32c(&bytes[at::ATTRIBUTES..]);
-            let mut crc_field = &mut bytes[at::CRC..at::CRC + 4];
-            crc_field.put_u32(crc);
+            let attributes = read_i16(&header, at::ATTRIBUTES) | TIMESTAMP_TYPE_LOG_APPEND;
+            header[at::ATTRIBUTES..at::ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
+            header[at::MAX_TIMESTAMP..at::MAX_TIMESTAMP + 8].copy_from_slice(&now.to_be_bytes());
+            // The CRC covers everything from the attributes to the end of the batch.
+            let crc = crc32c::crc32c_append(crc32c::crc32c(&header[at::ATTRIBUTES..]), &records);
+            header[at::CRC..at::CRC + 4].copy_from_slice(&crc.to_be_bytes());
         }
-        bytes.freeze()
+        StoredBytes { header, records }
+    }
+}
+
+/// A batch as a partition log keeps it: the 61-byte header with the broker's fields written in,
+/// then the records as the client sent them — from 64 KiB on ([`READ_BUFFER_BYTES`]) shared with
+/// the buffer the request arrived in, not copied. A read copies them once into its answer.
+#[derive(Debug, Clone)]
+pub struct StoredBytes {
+    header: [u8; at::RECORDS],
+    records: Bytes,
+}
+
+impl StoredBytes {
+    /// The size of the whole batch, in bytes.
+    pub fn size(&self) -> usize {
+        at::RECORDS + self.records.len()
+    }
+
+    /// Appends the whole batch, header then records, to `out`.
+    pub fn write_to(&self, out: &mut BytesMut) {
+        out.extend_from_slice(&self.header);
+        out.extend_from_slice(&self.records);
+    }
+
+    /// The whole batch in one buffer (a copy).
+    pub fn to_bytes(&self) -> Bytes {
+        let mut out = BytesMut::with_capacity(self.size());
+        self.write_to(&mut out);
+        out.freeze()
     }
 }
 
@@ -302,6 +351,7 @@ mod tests {
 
     #[test]
     fn a_snappy_batch_claiming_gigabytes_is_refused_before_allocating() {
+        use bytes::BufMut;
         let mut bytes = BytesMut::from(&batch(1)[..at::RECORDS]);
         let attributes = (read_i16(&bytes, at::ATTRIBUTES) & !COMPRESSION_MASK) | 2; // snappy
         (&mut bytes[at::ATTRIBUTES..]).put_i16(attributes);
@@ -333,6 +383,15 @@ mod tests {
         let mut bytes = BytesMut::from(&batch(2)[..]);
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
+        let err = validate(&bytes.freeze(), &RULES).unwrap_err();
+        assert_eq!(err.error, ResponseError::CorruptMessage, "{}", err.reason);
+    }
+
+    #[test]
+    fn a_corrupted_header_fails_the_crc_before_the_checks_after_it() {
+        // The flipped bit makes it a control batch, which Kafka checks only after the CRC.
+        let mut bytes = BytesMut::from(&batch(2)[..]);
+        bytes[at::ATTRIBUTES + 1] ^= CONTROL as u8;
         let err = validate(&bytes.freeze(), &RULES).unwrap_err();
         assert_eq!(err.error, ResponseError::CorruptMessage, "{}", err.reason);
     }
@@ -404,9 +463,35 @@ mod tests {
 
     #[test]
     fn stored_bytes_carry_the_broker_offset_and_a_valid_crc_for_log_append_time() {
-        let stored = validate(&batch(2), &RULES)
+        assert_stored_with_broker_fields(&batch(2));
+    }
+
+    #[test]
+    fn a_batch_of_64_kib_or_more_keeps_its_records_where_they_arrived() {
+        let records: Vec<_> = (0..70)
+            .map(|_| kmock_client::record(b"k", &[7; 1000]))
+            .collect();
+        let large = kmock_client::encode_batch(&records, Compression::None).unwrap();
+        assert!(large.len() - at::RECORDS >= READ_BUFFER_BYTES);
+        let stored = validate(&large, &RULES)
+            .unwrap()
+            .into_stored_bytes(0, 0, None);
+        assert_eq!(
+            stored.records.as_ptr(),
+            large[at::RECORDS..].as_ptr(),
+            "not copied"
+        );
+        assert_stored_with_broker_fields(&large);
+    }
+
+    /// Stores `client_batch` at offset 42, leader epoch 7, LogAppendTime 9999, and checks every
+    /// field the broker owns and that the result decodes with a valid CRC.
+    fn assert_stored_with_broker_fields(client_batch: &Bytes) {
+        let stored = validate(client_batch, &RULES)
             .unwrap()
             .into_stored_bytes(42, 7, Some(9_999));
+        assert_eq!(stored.size(), client_batch.len());
+        let stored = stored.to_bytes();
         assert_eq!(read_i64(&stored, at::BASE_OFFSET), 42);
         assert_eq!(read_i32(&stored, at::PARTITION_LEADER_EPOCH), 7);
         let decoded = RecordBatchDecoder::decode(&mut stored.clone()).unwrap();
@@ -418,6 +503,11 @@ mod tests {
             read_u32(&stored, at::CRC),
             crc32c::crc32c(&stored[at::ATTRIBUTES..]),
             "CRC rewritten"
+        );
+        assert_eq!(
+            &stored[at::RECORDS..],
+            &client_batch[at::RECORDS..],
+            "records as sent"
         );
     }
 }

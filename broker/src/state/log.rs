@@ -7,7 +7,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::RecordBatchDecoder;
 
-use super::batch::ValidBatch;
+use super::batch::{StoredBytes, ValidBatch};
 
 /// A batch as stored: bytes with broker-assigned offsets, plus the fields reads search by.
 #[derive(Debug, Clone)]
@@ -21,7 +21,7 @@ pub struct StoredBatch {
     /// Producer id, epoch and base sequence from the batch header (-1 when not idempotent).
     pub producer: (i64, i16, i32),
     /// The whole batch, ready to send in a Fetch response.
-    pub bytes: Bytes,
+    pub bytes: StoredBytes,
 }
 
 /// The result of an append: where the batch went.
@@ -104,16 +104,22 @@ impl PartitionLog {
     /// returned whole when `first_may_exceed` (KIP-74: a consumer must be able to make progress).
     pub fn read(&self, from: i64, until: i64, max_bytes: usize, first_may_exceed: bool) -> Bytes {
         let start = self.batches.partition_point(|b| b.last_offset < from);
-        let mut out = BytesMut::new();
-        for batch in self.batches[start..]
+        let mut size = 0;
+        let taken = self.batches[start..]
             .iter()
             .take_while(|b| b.base_offset < until)
-        {
-            let fits = out.len() + batch.bytes.len() <= max_bytes;
-            if !(fits || out.is_empty() && first_may_exceed) {
-                break;
-            }
-            out.extend_from_slice(&batch.bytes);
+            .take_while(|b| {
+                let fits = size + b.bytes.size() <= max_bytes;
+                let taken = fits || size == 0 && first_may_exceed;
+                if taken {
+                    size += b.bytes.size();
+                }
+                taken
+            })
+            .count();
+        let mut out = BytesMut::with_capacity(size);
+        for batch in &self.batches[start..start + taken] {
+            batch.bytes.write_to(&mut out);
         }
         out.freeze()
     }
@@ -141,7 +147,7 @@ impl PartitionLog {
 
 /// `(offset, timestamp)` of every record in a stored batch, decoding (and decompressing) it.
 fn record_timestamps(batch: &StoredBatch) -> Vec<(i64, i64)> {
-    match RecordBatchDecoder::decode(&mut batch.bytes.clone()) {
+    match RecordBatchDecoder::decode(&mut batch.bytes.to_bytes()) {
         Ok(set) => set
             .records
             .iter()

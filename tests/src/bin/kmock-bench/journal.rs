@@ -1,0 +1,59 @@
+//! Figure 6, the journal's cost: an in-process kmock cluster with the journal on (the default)
+//! and off (`journal_capacity(0)`, no sink, no fault rule: requests are only numbered), rounds
+//! interleaved on, off, on, off. The load is kmock-client's: 4 connections, one per partition,
+//! 32 Produce requests of one pre-encoded 100-record batch in flight on each.
+
+use anyhow::Result;
+use bytes::Bytes;
+use kmock::Cluster;
+
+use crate::peers::Peer;
+use crate::report::{median, Better, Row};
+use crate::wire::{batch, produce_pipelined, targets};
+use crate::Bench;
+
+const FIGURE: &str = "6 journal on vs off (kmock in process)";
+const TOPIC: &str = "bench";
+const PARTITIONS: i32 = 4;
+const RECORDS_PER_BATCH: usize = 100;
+
+pub fn run(bench: &Bench) -> Result<Vec<Row>> {
+    let batch = batch(RECORDS_PER_BATCH, 100)?;
+    let n = bench.sizes.journal_requests;
+    let metric = |state| {
+        format!(
+            "records/s, journal {state} ({n} requests of {RECORDS_PER_BATCH} × 100 B on each of 4 connections)"
+        )
+    };
+    let mut on = Row::new(FIGURE, &metric("on"), "records/s", Better::Higher);
+    let mut off = Row::new(FIGURE, &metric("off"), "records/s", Better::Higher);
+    for _ in 0..bench.rounds {
+        on.push(Peer::Kmock, records_per_second(bench, true, &batch, n)?);
+        off.push(Peer::Kmock, records_per_second(bench, false, &batch, n)?);
+    }
+    let mut ratio = Row::new(
+        FIGURE,
+        "throughput ratio on ÷ off (of the medians)",
+        "ratio",
+        Better::Higher,
+    )
+    .note("the broker shares the benchmark's Tokio runtime and the 2 cores with the client");
+    let on_median = median(&on.rounds[&Peer::Kmock]);
+    let off_median = median(&off.rounds[&Peer::Kmock]);
+    ratio.push(Peer::Kmock, on_median / off_median);
+    Ok(vec![on, off, ratio])
+}
+
+fn records_per_second(bench: &Bench, journal: bool, batch: &Bytes, n: usize) -> Result<f64> {
+    bench.rt.block_on(async {
+        let mut builder = Cluster::builder().topic(TOPIC, PARTITIONS);
+        if !journal {
+            builder = builder.journal_capacity(0);
+        }
+        let cluster = builder.start().await?;
+        let targets = targets(cluster.brokers()[0].addr, TOPIC, batch).await?;
+        let took = produce_pipelined(&targets, n, 32).await?.as_secs_f64();
+        cluster.shutdown().await;
+        Ok((n * PARTITIONS as usize * RECORDS_PER_BATCH) as f64 / took)
+    })
+}

@@ -1,0 +1,66 @@
+//! The benchmark program builds and runs one short round of every figure against every peer
+//! (the `kmock` binary, librdkafka's mock cluster, franz-go's kfake built with Go). Speed is not
+//! checked here: BENCHMARKS.md reports it. What is checked is that every figure came out with a
+//! number for every peer that can run it, and that no connection of the scale figure failed.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn kmock_bench_quick_runs_every_figure_against_every_peer() {
+    let json_path =
+        std::env::temp_dir().join(format!("kmock-bench-quick-{}.json", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_kmock-bench"))
+        .arg("--quick")
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("kmock-bench starts");
+    let json = std::fs::read_to_string(&json_path);
+    let _ = std::fs::remove_file(&json_path);
+    assert!(
+        output.status.success(),
+        "kmock-bench --quick exited with {}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(&json.expect("the JSON report was written"))
+        .expect("the JSON report parses");
+    let figures = report["figures"].as_array().expect("figures is a list");
+    for number in 1..=8 {
+        assert!(
+            figures.iter().any(|f| f["figure"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&number.to_string())),
+            "no figure {number} in {figures:#?}"
+        );
+    }
+    for figure in figures {
+        let median = &figure["median"];
+        assert!(
+            median["kmock"].is_number(),
+            "kmock has no median in {figure:#}"
+        );
+        // Peers run every figure except in-process start-up (kfake is Go) and the journal's.
+        let name = figure["figure"].as_str().unwrap();
+        let metric = figure["metric"].as_str().unwrap();
+        if !name.starts_with('6') {
+            assert!(
+                median["librdkafka_mock"].is_number(),
+                "no librdkafka figure in {figure:#}"
+            );
+        }
+        if !name.starts_with('6') && !metric.starts_with("in process") {
+            assert!(median["kfake"].is_number(), "no kfake figure in {figure:#}");
+        }
+        if metric.starts_with("errors") {
+            assert_eq!(
+                median["kmock"], 0.0,
+                "kmock failed connections or requests: {figure:#}"
+            );
+        }
+    }
+}
