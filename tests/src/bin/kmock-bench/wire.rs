@@ -19,7 +19,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use kafka_protocol::records::Compression;
 use kmock_client::{encode_batch, record, Client};
 
-/// Produce v9: flexible, the newest librdkafka's mock (v0–10) and kmock (v3–13) share.
+/// Produce v9: flexible, and implemented by all three (librdkafka's mock v0–10, kmock v3–13).
 pub const PRODUCE_VERSION: i16 = 9;
 
 /// Metadata v8: the newest before flexible versions, whose answers from librdkafka's mock (v9–12)
