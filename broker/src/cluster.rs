@@ -818,7 +818,7 @@ impl Cluster {
     /// shows. A receiver more than [`SUBSCRIBER_BACKLOG`](crate::journal::SUBSCRIBER_BACKLOG)
     /// entries behind gets `RecvError::Lagged` with the count it missed. Nothing arrives while
     /// the journal is off (`journal_capacity(0)` without a sink or rule).
-    pub fn subscribe_journal(&self) -> tokio::sync::broadcast::Receiver<Entry> {
+    pub fn subscribe_journal(&self) -> tokio::sync::broadcast::Receiver<Arc<Entry>> {
         self.inner.shared.journal.subscribe()
     }
 

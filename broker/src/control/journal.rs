@@ -119,7 +119,7 @@ struct Feed {
     replay: VecDeque<Entry>,
     /// Seqs sent from memory, not to be sent again when they complete.
     replayed: HashSet<u64>,
-    live: broadcast::Receiver<Entry>,
+    live: broadcast::Receiver<std::sync::Arc<Entry>>,
     stop: CancellationToken,
     left: usize,
     ended: bool,

@@ -431,7 +431,8 @@ pub(crate) struct Journal {
     sink: Option<Mutex<Sink>>,
     appended: Notify,
     /// Every entry as it completes, to whoever subscribed ([`Journal::subscribe`]).
-    completed: tokio::sync::broadcast::Sender<Entry>,
+    /// Shared, so the channel's slots stay small: it allocates all of them up front.
+    completed: tokio::sync::broadcast::Sender<std::sync::Arc<Entry>>,
 }
 
 /// Completed entries a subscriber may fall behind by before it misses some
@@ -557,7 +558,7 @@ impl Journal {
     /// either complete there or later here. No subscriber, no copy.
     fn publish(&self, sink: Option<&mut Sink>, entry: Entry) {
         if self.completed.receiver_count() > 0 {
-            let _ = self.completed.send(entry.clone());
+            let _ = self.completed.send(std::sync::Arc::new(entry.clone()));
         }
         if let Some(sink) = sink {
             let mut line = Vec::with_capacity(512);
@@ -588,7 +589,7 @@ impl Journal {
 
     /// Every entry completed from now on, in completion order (the journal must record: see
     /// [`Self::records`]).
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Entry> {
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<Entry>> {
         self.completed.subscribe()
     }
 
