@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use common::{code_is, same, text};
+use common::{broker_addr as addr, code_is, connect_to as connect, same, text};
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{
@@ -27,20 +26,7 @@ const PATIENCE: Duration = Duration::from_secs(5);
 /// Three brokers; [`TOPIC`] with three partitions of three replicas (the default), partition
 /// p preferring broker p + 1.
 async fn cluster() -> Result<Cluster> {
-    Ok(Cluster::builder()
-        .brokers(3)
-        .topic(TOPIC, 3)
-        .auto_create_topics(false)
-        .start()
-        .await?)
-}
-
-fn addr(cluster: &Cluster, node_id: i32) -> SocketAddr {
-    cluster.brokers()[node_id as usize - 1].addr
-}
-
-async fn connect(cluster: &Cluster, node_id: i32) -> Result<Client> {
-    Ok(Client::connect(addr(cluster, node_id)).await?)
+    Ok(common::start(3, &[TOPIC], 3).await?.0)
 }
 
 /// The error code of producing one record to `TOPIC`/`partition` through `client`.

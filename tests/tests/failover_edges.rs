@@ -10,14 +10,13 @@
 mod common;
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use bytes::Bytes;
-use common::{code_is, same, text};
+use common::{broker_addr as addr, code_is, connect_to as connect, same, text};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -36,20 +35,7 @@ const PATIENCE: Duration = Duration::from_secs(5);
 /// Three brokers; [`TOPIC`] with three partitions of three replicas, partition p preferring
 /// broker p + 1.
 async fn three_brokers() -> Result<Cluster> {
-    Ok(Cluster::builder()
-        .brokers(3)
-        .topic(TOPIC, 3)
-        .auto_create_topics(false)
-        .start()
-        .await?)
-}
-
-fn addr(cluster: &Cluster, node_id: i32) -> SocketAddr {
-    cluster.brokers()[node_id as usize - 1].addr
-}
-
-async fn connect(cluster: &Cluster, node_id: i32) -> Result<Client> {
-    Ok(Client::connect(addr(cluster, node_id)).await?)
+    Ok(common::start(3, &[TOPIC], 3).await?.0)
 }
 
 /// A Fetch of `TOPIC`/`partition` from offset 0 at `current_leader_epoch`, by name (v12).

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::fmt::Debug;
+use std::net::SocketAddr;
 
 use anyhow::{ensure, Result};
 use kafka_protocol::messages::TopicName;
@@ -55,4 +56,14 @@ pub async fn start(brokers: usize, topics: &[&str], partitions: i32) -> Result<(
     let cluster = builder.start().await?;
     let client = Client::connect(cluster.brokers()[0].addr).await?;
     Ok((cluster, client))
+}
+
+/// The address of broker `node_id` (node ids are 1..=n, in start order).
+pub fn broker_addr(cluster: &Cluster, node_id: i32) -> SocketAddr {
+    cluster.brokers()[node_id as usize - 1].addr
+}
+
+/// A client connected to broker `node_id`.
+pub async fn connect_to(cluster: &Cluster, node_id: i32) -> Result<Client> {
+    Ok(Client::connect(broker_addr(cluster, node_id)).await?)
 }
