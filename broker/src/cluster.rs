@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -162,6 +162,9 @@ pub(crate) struct Shared {
     pub journal: Journal,
     /// Fault rules in force.
     rules: Mutex<Rules>,
+    /// Whether any rule is in force, readable without the rules lock: a request takes that
+    /// lock only when there is a rule to apply.
+    rules_in_force: AtomicBool,
     next_connection_id: AtomicU64,
 }
 
@@ -179,11 +182,24 @@ impl Shared {
     }
 
     /// Locks the fault rules (the last in the lock order: nothing holds it while taking
-    /// another).
+    /// another). Add and remove rules with [`Self::change_rules`].
     pub fn rules(&self) -> MutexGuard<'_, Rules> {
         self.rules
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Changes the rules in force, keeping [`Self::rules_in_force`] true to them.
+    pub fn change_rules<R>(&self, change: impl FnOnce(&mut Rules) -> R) -> R {
+        let mut rules = self.rules();
+        let result = change(&mut rules);
+        self.rules_in_force.store(rules.any(), Ordering::Release);
+        result
+    }
+
+    /// Whether any fault rule is in force (without taking the rules lock).
+    pub fn rules_in_force(&self) -> bool {
+        self.rules_in_force.load(Ordering::Acquire)
     }
 
     /// A connection id unique within the cluster, from 1.
@@ -383,6 +399,7 @@ impl ClusterBuilder {
             data_arrived: Notify::new(),
             journal,
             rules: Mutex::new(Rules::new(seed)),
+            rules_in_force: AtomicBool::new(false),
             next_connection_id: AtomicU64::new(0),
         });
         let shutdown = CancellationToken::new();
@@ -517,7 +534,7 @@ impl RuleHandle {
     /// Takes the rule out of force; `false` if it was already removed. Its expectation is
     /// still checked.
     pub fn remove(&self) -> bool {
-        self.shared.rules().remove(self.id)
+        self.shared.change_rules(|rules| rules.remove(self.id))
     }
 }
 
@@ -742,11 +759,39 @@ impl Cluster {
     /// [`Error::Config`] for a rule without an action, or an `error` action on an API whose
     /// answers kmock cannot build with an error yet.
     pub fn add_rule(&self, rule: Rule) -> Result<RuleHandle, Error> {
-        let id = self.inner.shared.rules().add(rule).map_err(Error::Config)?;
+        let id = self
+            .inner
+            .shared
+            .change_rules(|rules| rules.add(rule))
+            .map_err(Error::Config)?;
         Ok(RuleHandle {
             id,
             shared: Arc::clone(&self.inner.shared),
         })
+    }
+
+    /// Takes the rule with this id out of force; `false` if no rule in force has it. Its
+    /// expectation is still checked, as for [`RuleHandle::remove`].
+    pub fn remove_rule(&self, id: u64) -> bool {
+        self.inner.shared.change_rules(|rules| rules.remove(id))
+    }
+
+    /// Takes every rule out of force and returns their ids, in the order they were added.
+    /// Their expectations are still checked.
+    pub fn remove_rules(&self) -> Vec<u64> {
+        self.inner.shared.change_rules(|rules| {
+            let ids: Vec<u64> = rules.list().iter().map(|r| r.id).collect();
+            for id in &ids {
+                rules.remove(*id);
+            }
+            ids
+        })
+    }
+
+    /// Locks the cluster state (topics, groups, producer ids): hold it briefly, never across
+    /// an `.await`.
+    pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState> {
+        self.inner.shared.state()
     }
 
     /// Every rule in force, with how often each matched and fired.
@@ -760,6 +805,9 @@ impl Cluster {
     /// [`Error::Expectation`] listing each rule that fired a number of times outside its
     /// expectation, with how often it fired and the journal entries it fired on.
     pub fn verify(&self) -> Result<(), Error> {
+        self.inner
+            .verified
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.inner
             .shared
             .rules()
@@ -855,31 +903,4 @@ fn bootstrap(brokers: &[BrokerInfo]) -> String {
         .map(|b| b.addr.to_string())
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// Rule removal by id and state access, for the control API (kept apart from the rest of the
-/// handle so that changes elsewhere in this file merge cleanly).
-impl Cluster {
-    /// Takes the rule with this id out of force; `false` if no rule in force has it. Its
-    /// expectation is still checked, as for [`RuleHandle::remove`].
-    pub fn remove_rule(&self, id: u64) -> bool {
-        self.inner.shared.rules().remove(id)
-    }
-
-    /// Takes every rule out of force and returns their ids, in the order they were added.
-    /// Their expectations are still checked.
-    pub fn remove_rules(&self) -> Vec<u64> {
-        let mut rules = self.inner.shared.rules();
-        let ids: Vec<u64> = rules.list().iter().map(|r| r.id).collect();
-        for id in &ids {
-            rules.remove(*id);
-        }
-        ids
-    }
-
-    /// Locks the cluster state (topics, groups, producer ids): hold it briefly, never across
-    /// an `.await`.
-    pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState> {
-        self.inner.shared.state()
-    }
 }

@@ -123,13 +123,16 @@ async fn run_connection(
                 Ok(decoded) => {
                     let mut fired = Fired::default();
                     // With the journal off and no fault rules, nothing reads an entry: only number it.
-                    let seq = if journal.records() || shared.rules().any() {
+                    let rules_in_force = shared.rules_in_force();
+                    let seq = if journal.records() || rules_in_force {
                         // Summarized before the journal lock is taken: naming a topic by its id
                         // reads the cluster state, and the lock order is state, then journal.
                         let recorded = record_request(&decoded, &shared);
                         journal.append(&arrival, |entry| {
                             recorded.fill(entry);
-                            fired = shared.rules().apply(entry);
+                            if rules_in_force {
+                                fired = shared.rules().apply(entry);
+                            }
                         })
                     } else {
                         journal.number()

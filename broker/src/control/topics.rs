@@ -29,10 +29,13 @@ pub(crate) struct TopicView {
 #[derive(Debug, Serialize)]
 pub(crate) struct PartitionView {
     partition: i32,
-    /// Node id of the leader; -1 while every replica's broker is down.
+    /// Node id of the leader; -1 while the partition is offline (its last in-sync replica's
+    /// broker is down).
     leader: i32,
     /// Node ids of the brokers holding a replica, the preferred leader first.
     replicas: Vec<i32>,
+    /// The in-sync replicas.
+    isr: Vec<i32>,
     leader_epoch: i32,
     log_start_offset: i64,
     high_watermark: i64,
@@ -52,6 +55,7 @@ impl From<&Topic> for TopicView {
                     partition,
                     leader: p.leader,
                     replicas: p.replicas.clone(),
+                    isr: p.isr.clone(),
                     leader_epoch: p.leader_epoch,
                     log_start_offset: p.log.log_start_offset(),
                     high_watermark: p.log.high_watermark(),
@@ -62,7 +66,7 @@ impl From<&Topic> for TopicView {
 }
 
 /// `GET /topics`: every topic, by name, as `[{"name", "id", "configs", "partitions":
-/// [{"partition", "leader", "replicas", "leader_epoch", "log_start_offset",
+/// [{"partition", "leader", "replicas", "isr", "leader_epoch", "log_start_offset",
 /// "high_watermark"}]}]`.
 pub(crate) async fn list(State(control): State<Control>) -> Json<Vec<TopicView>> {
     let state = control.cluster.state();

@@ -102,10 +102,6 @@ pub enum ClusterOperation {
         /// The change (empty when it already led).
         leader_changes: Vec<LeaderChange>,
     },
-    /// The cluster started afresh ([`crate::Cluster::reset`]): checks forget what came
-    /// before. Written to a JSON Lines sink and to subscribers only, since the journal in
-    /// memory is emptied by it.
-    Reset,
     /// A group's coordinator was moved (with every group on its `__consumer_offsets`
     /// partition).
     MoveCoordinator {
@@ -116,6 +112,10 @@ pub enum ClusterOperation {
         /// The change (empty when it already coordinated the group).
         leader_changes: Vec<LeaderChange>,
     },
+    /// The cluster started afresh ([`crate::Cluster::reset`]): checks forget what came
+    /// before. Written to a JSON Lines sink and to subscribers only, since the journal in
+    /// memory is emptied by it.
+    Reset,
 }
 
 impl ClusterOperation {
@@ -534,11 +534,13 @@ impl Journal {
         let in_memory = seq
             .checked_sub(first)
             .and_then(|i| state.entries.get_mut(i as usize));
+        // A copy is made only for someone who reads it: the sink or a subscriber.
+        let published = sink.is_some() || self.completed.receiver_count() > 0;
         let entry = match in_memory {
             Some((entry, finished)) => {
                 complete(entry);
                 *finished = true;
-                Some(entry.clone())
+                published.then(|| entry.clone())
             }
             None => state.unfinished.remove(&seq).map(|mut entry| {
                 complete(&mut entry);
@@ -557,9 +559,6 @@ impl Journal {
     /// (and the sink's, taken first), so a subscriber that then reads memory sees each entry
     /// either complete there or later here. No subscriber, no copy.
     fn publish(&self, sink: Option<&mut Sink>, entry: Entry) {
-        if self.completed.receiver_count() > 0 {
-            let _ = self.completed.send(std::sync::Arc::new(entry.clone()));
-        }
         if let Some(sink) = sink {
             let mut line = Vec::with_capacity(512);
             let written = write_line(&mut line, &entry).and_then(|()| {
@@ -571,6 +570,9 @@ impl Journal {
             if let Err(e) = written {
                 tracing::error!("journal sink: {e}");
             }
+        }
+        if self.completed.receiver_count() > 0 {
+            let _ = self.completed.send(std::sync::Arc::new(entry));
         }
     }
 
