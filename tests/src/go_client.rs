@@ -156,21 +156,9 @@ pub struct Output {
 }
 
 impl Output {
-    /// The events of one kind, in order.
-    pub fn events<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
-        self.events.iter().filter(move |e| e["event"] == kind)
-    }
-
     /// The last event of one kind.
     pub fn last(&self, kind: &str) -> Option<&Value> {
         self.events.iter().rev().find(|e| e["event"] == kind)
-    }
-
-    /// The text of every `error` event.
-    pub fn errors(&self) -> Vec<&str> {
-        self.events("error")
-            .filter_map(|e| e["error"].as_str())
-            .collect()
     }
 }
 

@@ -297,7 +297,13 @@ async fn a_commit_outside_the_members_assignment_and_one_from_an_old_generation_
                    // A second member joins (and waits); the first rejoins: both land in the next generation.
     let ((next, _), _) = tokio::join!(
         async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            cluster
+                .wait_for(
+                    |e| e.is("JoinGroup") && e.response.is_none(),
+                    Duration::from_secs(5),
+                )
+                .await
+                .unwrap();
             group::join(&a, &member).await
         },
         group::join(&b, "")
@@ -327,7 +333,13 @@ async fn a_member_committing_while_another_joins_is_not_stale() {
     // B's JoinGroup waits for A to rejoin; meanwhile A commits with its current generation, as
     // librdkafka does before rejoining, and Kafka accepts it.
     let (_, _) = tokio::join!(group::join(&b, ""), async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        cluster
+            .wait_for(
+                |e| e.is("JoinGroup") && e.response.is_none(),
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
         let answer = a
             .send(member_commit(generation, &member, 0, 5), 8)
             .await
@@ -346,7 +358,12 @@ async fn a_non_idempotent_producer_is_not_held_to_an_in_flight_limit() {
         .unwrap();
     let records = [record(b"k", b"v")];
     let sends = (0..4).map(|_| client.produce("t", 0, &records, -1));
-    futures::future::join_all(sends).await;
+    for answer in futures::future::join_all(sends).await {
+        assert_eq!(
+            answer.unwrap().responses[0].partition_responses[0].error_code,
+            0
+        );
+    }
     cluster
         .check(&Checks::default().max_in_flight(2))
         .assert_clean();

@@ -39,20 +39,33 @@ fn fetch(group: &str) -> OffsetFetchRequest {
 #[tokio::test]
 async fn committed_offsets_are_forgotten_when_their_topic_is_deleted() -> Result<()> {
     let (_cluster, client) = start(1, &["t"], 1).await?;
-    client.send(commit("g", "", 0, 5), 8).await?;
-    client
+    let committed = client.send(commit("g", "", 0, 5), 8).await?;
+    code_is(
+        "commit 5",
+        committed.topics[0].partitions[0].error_code,
+        None,
+    )?;
+    let before = client.send(fetch("g"), 7).await?;
+    common::same(
+        "offset before delete",
+        before.topics[0].partitions[0].committed_offset,
+        5,
+    )?;
+    let deleted = client
         .send(
             DeleteTopicsRequest::default().with_topic_names(vec![name("t")]),
             5,
         )
         .await?;
+    code_is("delete t", deleted.responses[0].error_code, None)?;
     let create = CreatableTopic::default()
         .with_name(name("t"))
         .with_num_partitions(1)
         .with_replication_factor(1);
-    client
+    let created = client
         .send(CreateTopicsRequest::default().with_topics(vec![create]), 7)
         .await?;
+    code_is("create t again", created.topics[0].error_code, None)?;
     let fetched = client.send(fetch("g"), 7).await?;
     common::same(
         "offset after delete and re-create",
@@ -101,7 +114,12 @@ async fn sync_group_v5_without_protocol_type_or_name_is_inconsistent_group_proto
 async fn offset_delete_of_a_partition_that_does_not_exist_is_unknown_topic_or_partition(
 ) -> Result<()> {
     let (_cluster, client) = start(1, &["t"], 1).await?;
-    client.send(commit("g", "", 0, 5), 8).await?;
+    let committed = client.send(commit("g", "", 0, 5), 8).await?;
+    code_is(
+        "commit 5",
+        committed.topics[0].partitions[0].error_code,
+        None,
+    )?;
     let topic = OffsetDeleteRequestTopic::default()
         .with_name(name("t"))
         .with_partitions(

@@ -250,7 +250,10 @@ async fn shutdown_finishes_with_many_requests_queued_behind_a_slow_one() -> Resu
         frames.extend_from_slice(&frame);
     }
     socket.write_all(&frames).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The reader has read ahead of the slow request as far as it goes.
+    cluster
+        .wait_for(|e| e.correlation_id == Some(64), Duration::from_secs(5))
+        .await?;
     tokio::time::timeout(Duration::from_secs(5), cluster.shutdown())
         .await
         .map_err(|_| anyhow::anyhow!("shutdown waited on requests queued behind a slow one"))?;

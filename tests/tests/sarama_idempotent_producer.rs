@@ -121,8 +121,9 @@ async fn sarama_v1_42_1_sends_batches_out_of_sequence_after_disconnects() -> Res
     for run in 1..=runs {
         let (cluster, report, out) = sarama_run("v1.42.1").await?;
         let fired = rules_fired(&cluster)?;
+        // Both signs of the bug, in every run: the checks' verdict and the broker's 45s.
         ensure!(
-            !report.is_clean(),
+            !report.is_clean() && out_of_order_answers(&cluster) > 0,
             "run {run}: Sarama v1.42.1 kept its sequences in order ({fired}); producer:\n{out}"
         );
         let first = |kind: &str| report.violations.iter().find(|v| v.kind == kind);

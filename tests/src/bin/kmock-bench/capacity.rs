@@ -29,7 +29,7 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
         Better::Higher,
     )
     .note(
-        "the client copies each 1 MiB body once; broker and client share the 2 cores over loopback",
+        "the client copies each 1 MiB body once; broker and client share the machine's cores over loopback",
     );
     let mut ingest_cpu = Row::new(
         FIGURE,

@@ -33,7 +33,7 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
     )
     .note(
         "one librdkafka producer (linger.ms 5, batch.num.messages 10,000 defaults) in the \
-         benchmark process and the broker process share the 2 cores: the broker's CPU time \
+         benchmark process and the broker process share the machine's cores: the broker's CPU time \
          is taken from the producer",
     );
     let mut megabytes = Row::new(FIGURE, "MB/s of values", "MB/s", Better::Higher);
