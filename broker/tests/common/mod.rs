@@ -174,6 +174,12 @@ impl Drop for Server {
 
 /// Runs kcat with `args` (under `timeout 30`) feeding it `stdin`; panics unless it succeeds.
 pub fn kcat(args: &[&str], stdin: &str) -> String {
+    kcat_with(args, stdin, String::new)
+}
+
+/// As [`kcat`], with `context()` (say, the journal's view of the traffic) added to the failure
+/// message.
+pub fn kcat_with(args: &[&str], stdin: &str, context: impl FnOnce() -> String) -> String {
     let mut child = Command::new("timeout")
         .args(["30", KCAT])
         .args(args)
@@ -200,7 +206,8 @@ pub fn kcat(args: &[&str], stdin: &str) -> String {
     );
     assert!(
         status.success(),
-        "kcat {args:?} failed with {status} (124 = timed out)\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        "kcat {args:?} failed with {status} (124 = timed out)\nstdout:\n{stdout}\nstderr:\n{stderr}\n{}",
+        context()
     );
     stdout.into_owned()
 }
