@@ -1,31 +1,48 @@
 //! Fetch long polling, offset range and leadership, as Kafka's `ReplicaManager.fetchMessages`.
+//!
+//! How long a fetch waited is read from the journal (`at_us` of the request and of its
+//! answer), and compared with its `max_wait_ms`, never with a speed the machine must reach.
 
 use std::time::Duration;
 
 use kafka_protocol::ResponseError;
-use kmock::Cluster;
+use kmock::{Cluster, Entry};
 use kmock_client::{decode_records, record, Client};
-use tokio::time::Instant;
+
+/// How long to wait for a journal entry that is due at once: catches a hang only.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// The journal entry of the last Fetch, once it was answered.
+async fn answered_fetch(cluster: &Cluster) -> Entry {
+    cluster
+        .wait_for(|e| e.is("Fetch") && e.response.is_some(), HANG_GUARD)
+        .await
+        .unwrap()
+}
+
+/// µs from the arrival of `entry` to its answer.
+fn waited_us(entry: &Entry) -> u64 {
+    entry.response.as_ref().expect("answered").at_us - entry.at_us
+}
 
 #[tokio::test]
 async fn a_fetch_with_no_data_waits_max_wait_ms_then_answers_empty() {
     let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
     let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
-    let started = Instant::now();
     let answer = client
         .fetch("t", 0, 0, Duration::from_millis(500))
         .await
         .unwrap();
-    let waited = started.elapsed();
     let partition = &answer.responses[0].partitions[0];
     assert_eq!(partition.error_code, 0);
     assert!(
         partition.records.as_ref().is_none_or(|r| r.is_empty()),
         "no data was produced"
     );
+    let waited = waited_us(&answered_fetch(&cluster).await);
     assert!(
-        waited >= Duration::from_millis(480) && waited < Duration::from_millis(1500),
-        "answered after {waited:?}; expected about 500 ms"
+        waited >= 500_000,
+        "answered {waited} µs after arrival; it must wait its max_wait_ms (500 ms)"
     );
 }
 
@@ -35,15 +52,17 @@ async fn a_waiting_fetch_answers_as_soon_as_a_produce_arrives() {
     let addr = cluster.brokers()[0].addr;
     let consumer = Client::connect(addr).await.unwrap();
     let producer = Client::connect(addr).await.unwrap();
-    let started = Instant::now();
-    let (fetched, produced) =
-        tokio::join!(consumer.fetch("t", 0, 0, Duration::from_secs(5)), async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            producer
-                .produce("t", 0, &[record(b"k", b"hello")], -1)
-                .await
-        });
-    let waited = started.elapsed();
+    let max_wait = Duration::from_secs(30);
+    let (fetched, produced) = tokio::join!(consumer.fetch("t", 0, 0, max_wait), async {
+        // Produce only once the Fetch has arrived and waits.
+        cluster
+            .wait_for(|e| e.is("Fetch"), HANG_GUARD)
+            .await
+            .unwrap();
+        producer
+            .produce("t", 0, &[record(b"k", b"hello")], -1)
+            .await
+    });
     assert_eq!(
         produced.unwrap().responses[0].partition_responses[0].error_code,
         0
@@ -53,9 +72,25 @@ async fn a_waiting_fetch_answers_as_soon_as_a_produce_arrives() {
     assert_eq!(records.len(), 1, "expected the produced record");
     assert_eq!(records[0].value.as_deref(), Some(&b"hello"[..]));
     assert_eq!(partition.high_watermark, 1);
+    let fetch = answered_fetch(&cluster).await;
+    let produce = cluster.journal().api("Produce").next().cloned().unwrap();
     assert!(
-        waited < Duration::from_millis(1000),
-        "the fetch waited {waited:?}; it should answer right after the produce at ~100 ms, not at max_wait (5 s)"
+        fetch.seq < produce.seq,
+        "the Fetch (seq {}) arrived before the Produce (seq {})",
+        fetch.seq,
+        produce.seq
+    );
+    let answered_at = fetch.response.as_ref().unwrap().at_us;
+    assert!(
+        answered_at >= produce.at_us,
+        "the Fetch was answered ({answered_at} µs) after the Produce arrived ({} µs)",
+        produce.at_us
+    );
+    assert!(
+        waited_us(&fetch) < max_wait.as_micros() as u64,
+        "the Fetch was answered {} µs after arrival: woken by its max_wait (30 s), not by \
+         the Produce",
+        waited_us(&fetch)
     );
 }
 
@@ -67,7 +102,6 @@ async fn a_fetch_past_the_log_end_gets_offset_out_of_range_at_once() {
         .produce("t", 0, &[record(b"k", b"v")], -1)
         .await
         .unwrap();
-    let started = Instant::now();
     let at_end = client
         .fetch("t", 0, 1, Duration::from_millis(50))
         .await
@@ -76,17 +110,28 @@ async fn a_fetch_past_the_log_end_gets_offset_out_of_range_at_once() {
         at_end.responses[0].partitions[0].error_code, 0,
         "the log end offset itself is valid"
     );
-    let past = client
-        .fetch("t", 0, 2, Duration::from_secs(5))
-        .await
-        .unwrap();
+    let max_wait = Duration::from_secs(30);
+    let past = client.fetch("t", 0, 2, max_wait).await.unwrap();
     assert_eq!(
         past.responses[0].partitions[0].error_code,
         ResponseError::OffsetOutOfRange.code()
     );
+    let fetch = cluster
+        .wait_for(
+            |e| {
+                e.is("Fetch")
+                    && e.response
+                        .as_ref()
+                        .is_some_and(|r| !r.error_codes.is_empty())
+            },
+            HANG_GUARD,
+        )
+        .await
+        .unwrap();
     assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "an error answers without waiting for max_wait"
+        waited_us(&fetch) < max_wait.as_micros() as u64,
+        "an error answers without waiting out max_wait (30 s): answered after {} µs",
+        waited_us(&fetch)
     );
 }
 
