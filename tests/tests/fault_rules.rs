@@ -9,9 +9,8 @@ use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{GroupId, OffsetCommitRequest};
-use kmock::{ApiKey, Cluster, ResponseError, Rule};
+use kmock::{ApiKey, Cluster, Entry, ResponseError, Rule};
 use kmock_client::{record, Client};
-use tokio::time::Instant;
 
 async fn setup() -> (Cluster, Client) {
     let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
@@ -31,22 +30,37 @@ async fn stored(client: &Client) -> usize {
     kmock_client::decode_records(&records).unwrap().len()
 }
 
+/// How long to wait for a journal entry that is due at once: catches a hang only.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// The journal entry of the first `api` request, once it was answered.
+async fn answered(cluster: &Cluster, api: &str) -> Entry {
+    cluster
+        .wait_for(|e| e.is(api) && e.response.is_some(), HANG_GUARD)
+        .await
+        .unwrap()
+}
+
+/// µs from the arrival of `entry` to its answer.
+fn waited_us(entry: &Entry) -> u64 {
+    entry.response.as_ref().expect("answered").at_us - entry.at_us
+}
+
 #[tokio::test]
 async fn delay_holds_the_request_before_it_is_handled() {
     let (cluster, client) = setup().await;
     let rule = cluster
         .add_rule(Rule::on(ApiKey::Metadata).delay(Duration::from_millis(300)))
         .unwrap();
-    let started = Instant::now();
     client.metadata(Some(&["t"])).await.unwrap();
-    let took = started.elapsed();
-    assert!(
-        took >= Duration::from_millis(290) && took < Duration::from_secs(2),
-        "answered after {took:?}"
-    );
     assert_eq!(rule.fired(), 1);
-    let entry = cluster.journal().api("Metadata").last().cloned().unwrap();
+    let entry = answered(&cluster, "Metadata").await;
     assert_eq!(entry.faults, ["Metadata#1: delay(300ms)"]);
+    assert!(
+        waited_us(&entry) >= 300_000,
+        "answered {} µs after arrival, within the 300 ms delay",
+        waited_us(&entry)
+    );
 }
 
 #[tokio::test]
@@ -57,14 +71,38 @@ async fn delay_response_applies_first_and_holds_only_the_answer() {
         .unwrap();
     let observer = Client::connect(cluster.brokers()[0].addr).await.unwrap();
     let records = [record(b"k", b"v")];
-    let (produced, seen) = tokio::join!(client.produce("t", 0, &records, -1), async {
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        stored(&observer).await
-    });
+    // The observer's Fetch waits (up to 30 s) for the append, and answers when it happens.
+    let (produced, seen) = tokio::join!(
+        async {
+            cluster
+                .wait_for(|e| e.is("Fetch"), HANG_GUARD)
+                .await
+                .unwrap();
+            client.produce("t", 0, &records, -1).await
+        },
+        observer.fetch("t", 0, 0, Duration::from_secs(30))
+    );
     produced.unwrap();
-    assert_eq!(
-        seen, 1,
-        "the record is stored before the delayed answer is sent"
+    let seen = seen.unwrap().responses[0].partitions[0].records.clone();
+    let seen = kmock_client::decode_records(&seen.unwrap_or_default()).unwrap();
+    assert_eq!(seen.len(), 1, "the waiting Fetch read the record");
+    let (fetch, produce) = (
+        answered(&cluster, "Fetch").await,
+        answered(&cluster, "Produce").await,
+    );
+    let (read_at, answered_at) = (
+        fetch.response.unwrap().at_us,
+        produce.response.as_ref().unwrap().at_us,
+    );
+    assert!(
+        read_at < answered_at,
+        "the record was read ({read_at} µs) before the delayed answer was sent \
+         ({answered_at} µs): stored first"
+    );
+    assert!(
+        waited_us(&produce) >= 300_000,
+        "the Produce was answered {} µs after arrival, within its 300 ms delay",
+        waited_us(&produce)
     );
 }
 
@@ -134,20 +172,32 @@ async fn silence_applies_and_never_answers_while_the_connection_stays_open() {
     cluster
         .add_rule(Rule::on(ApiKey::Produce).first(1).silence())
         .unwrap();
-    let silenced = tokio::time::timeout(
-        Duration::from_millis(500),
-        client.produce("t", 0, &[record(b"k", b"v")], -1),
-    )
-    .await;
-    assert!(
-        silenced.is_err(),
-        "a silenced request must get no answer: {silenced:?}"
-    );
+    let records = [record(b"k", b"v")];
+    let silenced = client.produce("t", 0, &records, -1);
+    tokio::pin!(silenced);
+    // Once the Produce has arrived, ApiVersions follows it on the same connection; kmock
+    // answers a connection's requests in order, so when ApiVersions is answered the Produce
+    // has been handled, and its answer would have come first.
+    let versions = tokio::select! {
+        biased;
+        answer = &mut silenced => panic!("a silenced request got an answer: {answer:?}"),
+        versions = async {
+            cluster.wait_for(|e| e.is("Produce"), HANG_GUARD).await.unwrap();
+            client.api_versions().await
+        } => versions.unwrap(),
+    };
     assert_eq!(
-        client.api_versions().await.unwrap().error_code,
-        0,
+        versions.error_code, 0,
         "the connection stays open and answers"
     );
+    let journal = cluster.journal();
+    let produce = journal.api("Produce").next().unwrap();
+    let after = journal.api("ApiVersions").last().unwrap();
+    assert!(
+        produce.seq < after.seq,
+        "ApiVersions came after the Produce"
+    );
+    assert_eq!(produce.response, None, "no answer was written");
     assert_eq!(stored(&client).await, 1, "the silenced batch was applied");
 }
 
@@ -214,15 +264,16 @@ async fn throttle_holds_the_answer_at_versions_without_a_throttle_field() {
     cluster
         .add_rule(Rule::on(ApiKey::Metadata).throttle(Duration::from_millis(300)))
         .unwrap();
-    let started = Instant::now();
-    client
+    let answer = client
         .send(kafka_protocol::messages::MetadataRequest::default(), 1)
         .await
         .unwrap(); // no throttle field in v1
+    assert_eq!(answer.brokers.len(), 1);
+    let held = answered(&cluster, "Metadata").await;
     assert!(
-        started.elapsed() >= Duration::from_millis(290),
-        "answered after {:?}",
-        started.elapsed()
+        waited_us(&held) >= 300_000,
+        "the v1 answer was sent {} µs after arrival, within the 300 ms throttle",
+        waited_us(&held)
     );
     let answer = client
         .send(kafka_protocol::messages::MetadataRequest::default(), 3)
@@ -287,8 +338,12 @@ async fn the_same_seed_gives_the_same_schedule() {
     let (a, b, other) = (schedule(7).await, schedule(7).await, schedule(8).await);
     assert_eq!(a, b, "same seed, same schedule");
     assert_ne!(a, other, "another seed, another schedule (40 draws)");
-    let count = a.iter().filter(|f| **f).count();
-    assert!((4..=20).contains(&count), "about 30% of 40 fired: {count}");
+    let fired: Vec<usize> = (0..a.len()).filter(|&i| a[i]).collect();
+    assert_eq!(
+        fired,
+        [2, 3, 7, 8, 13, 14, 15, 17, 19, 20, 25, 29, 34, 37],
+        "seed 7 fires probability(0.3) on these 14 of 40 requests"
+    );
 }
 
 #[tokio::test]
