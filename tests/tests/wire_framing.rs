@@ -1,15 +1,32 @@
 //! Bad input closes only its own connection, with the broker and every other connection
 //! unaffected; version negotiation follows Kafka.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, MetadataRequest};
 use kafka_protocol::protocol::Decodable;
 use kafka_protocol::ResponseError;
-use kmock::Cluster;
+use kmock::{Cluster, Entry};
 use kmock_client::{Client, Error};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
+/// How long a close or a journal entry due at once may take: catches a hang only.
 const CLOSE_WITHIN: Duration = Duration::from_secs(5);
+
+/// The journal entry, with its `bad_request` reason, of what `peer` sent.
+async fn bad_request_from(cluster: &Cluster, peer: SocketAddr) -> Entry {
+    let entry = cluster
+        .wait_for(|e| e.peer == peer && e.bad_request.is_some(), CLOSE_WITHIN)
+        .await
+        .unwrap_or_else(|e| panic!("no bad_request entry for {peer}: {e}"));
+    assert!(
+        !entry.bad_request.as_deref().unwrap_or_default().is_empty(),
+        "the reason is given"
+    );
+    entry
+}
 
 async fn cluster() -> (Cluster, std::net::SocketAddr) {
     let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
@@ -20,7 +37,7 @@ async fn cluster() -> (Cluster, std::net::SocketAddr) {
 /// Sends `bytes` on a fresh connection and proves that connection was closed while a second
 /// connection, opened before, still gets answers.
 async fn assert_closes_only_its_connection(bytes: &[u8]) {
-    let (_cluster, addr) = cluster().await;
+    let (cluster, addr) = cluster().await;
     let bystander = Client::connect(addr).await.unwrap();
     let offender = Client::connect(addr).await.unwrap();
     offender.write_bytes(bytes).await.unwrap();
@@ -28,6 +45,8 @@ async fn assert_closes_only_its_connection(bytes: &[u8]) {
         offender.wait_closed(CLOSE_WITHIN).await,
         "the broker kept the connection open after {bytes:02x?}"
     );
+    let journaled = bad_request_from(&cluster, offender.local_addr()).await;
+    assert_eq!(journaled.response, None, "a bad request gets no answer");
     let answer = bystander
         .api_versions()
         .await
@@ -90,15 +109,29 @@ async fn a_request_claiming_two_billion_topics_closes_only_its_connection() {
 
 #[tokio::test]
 async fn a_stream_cut_inside_a_frame_closes_without_hurting_others() {
-    let (_cluster, addr) = cluster().await;
+    let (cluster, addr) = cluster().await;
     let bystander = Client::connect(addr).await.unwrap();
-    {
-        let half = Client::connect(addr).await.unwrap();
-        half.write_bytes(&[0, 0, 0, 100, 0, 18, 0, 3])
-            .await
-            .unwrap();
-    } // dropped: the peer closes mid-frame
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // 100 bytes announced, 4 sent (8 of the 104 bytes of the frame with its size), then the
+    // write side shut: the stream ends inside a frame.
+    let mut half = TcpStream::connect(addr).await.unwrap();
+    half.write_all(&[0, 0, 0, 100, 0, 18, 0, 3]).await.unwrap();
+    half.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(CLOSE_WITHIN, half.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0))),
+        "the broker closes the cut connection without answering, got {read:?} ({rest:02x?})"
+    );
+    let entry = bad_request_from(&cluster, half.local_addr().unwrap()).await;
+    assert!(
+        entry
+            .bad_request
+            .as_deref()
+            .unwrap()
+            .contains("middle of a frame (8 of 104 bytes read)"),
+        "the reason tells the frame was cut, and where: {:?}",
+        entry.bad_request
+    );
     assert_eq!(bystander.api_versions().await.unwrap().error_code, 0);
 }
 
@@ -145,22 +178,42 @@ async fn api_versions_at_a_future_version_gets_the_v0_answer_with_unsupported_ve
 
 #[tokio::test]
 async fn responses_on_one_connection_come_back_in_request_order() {
-    let (_cluster, addr) = cluster().await;
+    let (cluster, addr) = cluster().await;
     let client = Client::connect(addr).await.unwrap();
     // A long-polling Fetch first, then a Metadata behind it on the same connection: the
     // Metadata answer must wait for the Fetch answer.
-    let started = tokio::time::Instant::now();
     let (fetch, metadata) =
         tokio::join!(client.fetch("t", 0, 0, Duration::from_millis(300)), async {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let answer = client.send(MetadataRequest::default(), 1).await;
-            (answer, started.elapsed())
+            cluster
+                .wait_for(|e| e.is("Fetch"), CLOSE_WITHIN)
+                .await
+                .unwrap();
+            client.send(MetadataRequest::default(), 1).await
         });
     fetch.unwrap();
-    let (metadata, metadata_at) = metadata;
     metadata.unwrap();
+    let answered = |api: &'static str| {
+        let cluster = cluster.clone();
+        async move {
+            cluster
+                .wait_for(|e| e.is(api) && e.response.is_some(), CLOSE_WITHIN)
+                .await
+                .unwrap()
+        }
+    };
+    let (fetch, metadata) = (answered("Fetch").await, answered("Metadata").await);
+    assert!(fetch.seq < metadata.seq, "the Fetch came first");
+    let (fetch_at, metadata_at) = (
+        fetch.response.unwrap().at_us,
+        metadata.response.unwrap().at_us,
+    );
     assert!(
-        metadata_at >= Duration::from_millis(250),
-        "Metadata was answered after {metadata_at:?}, before the Fetch ahead of it (300 ms long poll)"
+        fetch_at <= metadata_at,
+        "Metadata was answered at {metadata_at} µs, before the Fetch ahead of it ({fetch_at} µs)"
+    );
+    assert!(
+        metadata_at - fetch.at_us >= 300_000,
+        "Metadata was answered {} µs after the Fetch arrived, within its 300 ms long poll",
+        metadata_at - fetch.at_us
     );
 }
