@@ -101,11 +101,20 @@ fn a_delay_rule_added_over_http_names_the_delayed_entries_in_the_journal() {
     );
 }
 
-#[test]
-fn journal_queries_filter_by_seq_api_topic_group_and_count() {
+#[tokio::test]
+async fn journal_queries_filter_by_seq_api_topic_group_and_count() {
     let (server, _) = Server::start_json(&["--port", "0", "--topic", "orders:1"]);
     kcat(&["-b", &server.bootstrap, "-P", "-t", "orders"], "a\n");
     kcat(&["-b", &server.bootstrap, "-P", "-t", "payments"], "b\n");
+    // Commits of two groups, interleaved, on the one broker (their coordinator).
+    let client = Client::connect(server.addrs()[0]).await.unwrap();
+    for (group, offset) in [("billing", 1), ("audit", 1), ("billing", 2)] {
+        let answer = client
+            .send(commit_request(group, "orders", offset), 8)
+            .await
+            .unwrap();
+        assert_eq!(answer.topics[0].partitions[0].error_code, 0);
+    }
     let all = journal(&server, "");
     let seqs: Vec<u64> = all.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(
@@ -121,10 +130,35 @@ fn journal_queries_filter_by_seq_api_topic_group_and_count() {
     assert_eq!(journal(&server, "?limit=2"), all[..2].to_vec());
     let orders = journal(&server, "?topic=orders");
     assert!(!orders.is_empty());
-    assert!(orders
-        .iter()
-        .all(|e| e["request"]["produce"]["partitions"][0]["topic"] == "orders"));
-    assert!(journal(&server, "?group=billing").is_empty());
+    assert!(
+        orders.iter().all(|e| {
+            let request = &e["request"];
+            let summary = if e["api"] == "Produce" {
+                &request["produce"]
+            } else {
+                &request["offset_commit"]
+            };
+            summary["partitions"][0]["topic"] == "orders"
+        }),
+        "{orders:?}"
+    );
+    assert_eq!(
+        orders.iter().filter(|e| e["api"] == "OffsetCommit").count(),
+        3,
+        "the commits are about orders too"
+    );
+    let of_group = |group: &str| -> Vec<Value> {
+        all.iter()
+            .filter(|e| e["request"]["offset_commit"]["group_id"] == group)
+            .cloned()
+            .collect()
+    };
+    let billing = journal(&server, "?group=billing");
+    assert_eq!(billing.len(), 2, "{billing:?}");
+    assert_eq!(billing, of_group("billing"));
+    assert_eq!(journal(&server, "?group=audit"), of_group("audit"));
+    assert_eq!(journal(&server, "?group=audit").len(), 1);
+    assert!(journal(&server, "?group=nobody").is_empty());
     let produces = journal(&server, "?api=Produce&limit=1");
     assert_eq!(produces.len(), 1);
     assert_eq!(
