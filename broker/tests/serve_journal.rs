@@ -269,20 +269,19 @@ async fn the_jsonl_sink_matches_the_in_process_journal() {
     assert_eq!(fetched.responses[0].partitions[0].high_watermark, 12);
     client.metadata(Some(&["t"])).await.unwrap();
 
-    // The client has every answer; the broker completes an entry just after writing its answer.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let journal = loop {
-        let journal = cluster.journal();
-        if journal.entries().iter().all(|e| e.response.is_some()) {
-            break journal;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "entries still unanswered after 10 s:\n{}",
-            lines(journal.entries())
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    // The client has every answer; the broker completes an entry just after writing its
+    // answer: wait for each entry's completion.
+    for entry in cluster.journal().entries() {
+        let seq = entry.seq;
+        cluster
+            .wait_for(
+                |e| e.seq == seq && e.response.is_some(),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("entry {seq} unanswered: {e}"));
+    }
+    let journal = cluster.journal();
     assert_eq!(
         journal.api("Produce").count(),
         6,

@@ -159,6 +159,7 @@ impl Server {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return Some(status);
             }
+            // Polling: std's Child has no wait with a time limit, so no event can be awaited.
             std::thread::sleep(Duration::from_millis(20));
         }
         None
