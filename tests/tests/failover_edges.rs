@@ -169,7 +169,9 @@ async fn a_long_poll_on_a_partition_whose_leader_moves_is_answered_at_once() -> 
     cluster
         .wait_for(|e| e.is("Fetch") && e.response.is_none(), PATIENCE)
         .await?;
-    tokio::time::sleep(Duration::from_millis(200)).await; // into its long poll
+    // The Fetch is in its long poll now: a connection hands a request from its reader to its
+    // handler within the same task poll that journaled it, and this current-thread runtime
+    // runs the test again only once that task waits.
     cluster.move_leader(TOPIC, 0, 2)?;
     let answer = tokio::time::timeout(PATIENCE, waiting).await.context(
         "a Fetch long poll (max_wait_ms 60000) on broker 1 was still waiting 5 s after \
@@ -314,7 +316,9 @@ async fn sessions_do_not_expire_while_the_coordinator_is_offline() -> Result<()>
         None,
     )?;
     cluster.broker_down(1).await?;
-    tokio::time::sleep(Duration::from_millis(6_500)).await; // past the session timeout
+    // The time passing is what is tested: past the 6 s session timeout, on the real clock
+    // (pausing Tokio's would need its test-util feature, which this crate does not build).
+    tokio::time::sleep(Duration::from_millis(6_500)).await;
     cluster.broker_up(1).await?;
     let client = connect(&cluster, 1).await?;
     let heartbeat = HeartbeatRequest::default()

@@ -58,18 +58,24 @@ async fn a_request_waiting_behind_a_slow_one_keeps_its_arrival_seq() {
         Client::connect(addr).await.unwrap(),
         Client::connect(addr).await.unwrap(),
     );
-    // On `slow`, a Fetch long-polls (until data arrives) and a Produce queues behind it; `fast` produces
-    // later but is answered first. Seq must follow arrival, not handling.
+    // On `slow`, a Fetch long-polls (until data arrives) and a Produce queues behind it; `fast`
+    // produces once that Produce has arrived, and is answered first (its data ends the long
+    // poll, and only then is the queued Produce handled). Seq must follow arrival, not handling.
+    let patience = Duration::from_secs(30); // a hang guard only
     let (_, queued, later) = tokio::join!(
-        slow.fetch("t", 0, 0, Duration::from_millis(400)),
+        slow.fetch("t", 0, 0, Duration::from_secs(30)),
         async {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            cluster.wait_for(|e| e.is("Fetch"), patience).await.unwrap();
             slow.produce("t", 0, &[record(b"k", b"queued")], -1)
                 .await
                 .unwrap()
         },
         async {
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            let slow_peer = slow.local_addr();
+            cluster
+                .wait_for(|e| e.is("Produce") && e.peer == slow_peer, patience)
+                .await
+                .unwrap();
             fast.produce("t", 0, &[record(b"k", b"later")], -1)
                 .await
                 .unwrap()

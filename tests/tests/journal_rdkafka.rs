@@ -75,24 +75,18 @@ async fn an_idempotent_producer_journal_shows_base_sequences_in_arrival_order() 
     );
 
     // A delivery report can come before the broker has completed the entry (it writes the
-    // answer first): wait until every Produce entry has its response.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let journal = loop {
-        let journal = cluster.journal();
-        if journal.api("Produce").all(|e| e.response.is_some()) {
-            break journal;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "Produce entries still unanswered 10 s after every delivery: {:?}",
-            journal
-                .api("Produce")
-                .filter(|e| e.response.is_none())
-                .map(|e| e.seq)
-                .collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    // answer first): wait for every Produce entry's response.
+    for entry in cluster.journal().api("Produce") {
+        let seq = entry.seq;
+        cluster
+            .wait_for(
+                |e| e.seq == seq && e.response.is_some(),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("Produce entry {seq} unanswered after every delivery: {e}"));
+    }
+    let journal = cluster.journal();
 
     assert_eq!(
         journal.evicted(),

@@ -218,7 +218,12 @@ async fn shutdown_finishes_while_a_client_has_stopped_reading() -> Result<()> {
             .await?;
         socket.write_all(&frame).await?;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Once the first Fetch has arrived, its 7 MB answer is being written to a socket nobody
+    // reads. This current-thread runtime runs the test again only when the connection task
+    // waits, which it does once that answer has filled the socket's buffers.
+    cluster
+        .wait_for(|e| e.is("Fetch"), Duration::from_secs(30))
+        .await?;
     tokio::time::timeout(Duration::from_secs(5), cluster.shutdown())
         .await
         .map_err(|_| anyhow::anyhow!("shutdown waited on a client that stopped reading"))?;
