@@ -3,10 +3,10 @@
 //! answers each retry as a duplicate with the original offset (as Kafka does), and each
 //! partition holds every message once, in the order produced.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use kmock::journal::{JournalSnapshot, ProduceBatch, ProducePartition};
-use kmock::{ApiKey, Rule};
+use kmock::journal::{JournalSnapshot, ProduceBatch, ProducePartition, RequestSummary};
+use kmock::{ApiKey, Entry, Rule};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::FutureProducer;
 
@@ -38,6 +38,15 @@ fn describe<'a>(batches: impl IntoIterator<Item = &'a ProduceBatch>) -> String {
     batches.into_iter().map(line).collect::<Vec<_>>().join("\n")
 }
 
+/// A batch's identity: its header, without the answer.
+fn identity(batch: &ProducePartition) -> ProducePartition {
+    ProducePartition {
+        base_offset: None,
+        error_code: None,
+        ..batch.clone()
+    }
+}
+
 /// Every batch whose answer was lost is retried: the first later answered batch with the same
 /// header is a duplicate, answered NONE with the offset `stored_at(partition, base_sequence)`.
 fn check_retries(
@@ -45,13 +54,7 @@ fn check_retries(
     stored_at: impl Fn(i32, i32) -> Option<i64>,
 ) -> Result<usize, String> {
     let batches = journal.produce_batches();
-    // A batch's identity: its header, without the answer.
-    let id = |b: &ProduceBatch| ProducePartition {
-        base_offset: None,
-        error_code: None,
-        ..b.batch.clone()
-    };
-    let same = |a: &ProduceBatch, b: &ProduceBatch| id(a) == id(b);
+    let same = |a: &ProduceBatch, b: &ProduceBatch| identity(&a.batch) == identity(&b.batch);
     let mut lost = 0;
     for (i, b) in batches.iter().enumerate() {
         if b.entry.faults.is_empty() {
@@ -131,17 +134,33 @@ async fn an_idempotent_producer_survives_lost_answers_and_every_message_is_store
 
     // The log is in production order, so a batch's first message is at its base sequence.
     let stored_at = |p: i32, sequence: i32| Some(stored.get(p as usize)?.get(sequence as usize)?.0);
-    // An answer's journal entry completes just after it is written: look again briefly.
-    let retry_deadline = Instant::now() + Duration::from_secs(5);
-    let checked = loop {
-        match check_retries(&cluster.journal(), stored_at) {
-            Err(_) if Instant::now() < retry_deadline => {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            result => break result,
+    // Every delivery was reported, so every retry was answered; an answer's journal entry
+    // completes just after it is written: wait for those entries, then check once.
+    for lost in cluster
+        .journal()
+        .produce_batches()
+        .iter()
+        .filter(|b| !b.entry.faults.is_empty())
+    {
+        let header = identity(&lost.batch);
+        let answered_retry = |e: &Entry| {
+            e.seq > lost.entry.seq
+                && e.response.is_some()
+                && matches!(&e.request, Some(RequestSummary::Produce(s))
+                    if s.partitions.iter().any(|b| identity(b) == header))
+        };
+        if let Err(e) = cluster
+            .wait_for(answered_retry, Duration::from_secs(30))
+            .await
+        {
+            panic!(
+                "no answered retry of the batch at seq {}: {e}",
+                lost.entry.seq
+            );
         }
-    };
-    let lost_answers = checked.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let lost_answers =
+        check_retries(&cluster.journal(), stored_at).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         lost_answers as u64, fired,
         "journal batches with faults, and fired()"
