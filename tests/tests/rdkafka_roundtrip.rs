@@ -1,6 +1,7 @@
 //! librdkafka (through rdkafka) against a three-broker kmock cluster: for every compression
 //! codec, 10,000 keyed messages with headers and timestamps are produced, then consumed from
-//! all partitions, and each must come back unchanged at the offset its delivery report gave.
+//! all partitions, and each must come back unchanged at the offset its delivery report gave;
+//! and every batch kmock stored carries the codec under test in its attributes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -171,6 +172,71 @@ async fn consume_all(bootstrap: &str, codec: &str) -> anyhow::Result<ByPartition
     Ok(by_partition)
 }
 
+/// The compression codec a v2 record batch's attributes name (their low 3 bits).
+fn codec_of(attributes: i16) -> &'static str {
+    match attributes & 0x7 {
+        0 => "none",
+        1 => "gzip",
+        2 => "snappy",
+        3 => "lz4",
+        4 => "zstd",
+        _ => "unknown",
+    }
+}
+
+/// A batch as kmock stored it.
+#[derive(Debug)]
+#[allow(dead_code)] // fields read through Debug in failure messages
+struct StoredBatch {
+    partition: i32,
+    base_offset: i64,
+    records: i32,
+    bytes: usize,
+    codec: &'static str,
+}
+
+/// The codec of every batch stored in each partition, read from the batch headers of a Fetch
+/// from offset 0 at the partition's leader.
+async fn stored_codecs(cluster: &kmock::Cluster) -> anyhow::Result<Vec<StoredBatch>> {
+    let mut codecs = Vec::new();
+    for p in 0..PARTITIONS {
+        let leader = cluster.leader(TOPIC, p).context("a leader")?;
+        let addr = cluster.brokers()[leader as usize - 1].addr;
+        let client = kmock_client::Client::connect(addr).await?;
+        let answer = client.fetch(TOPIC, p, 0, Duration::ZERO).await?;
+        let data = &answer.responses[0].partitions[0];
+        ensure!(
+            data.error_code == 0,
+            "fetch of partition {p}: error {}",
+            data.error_code
+        );
+        let mut bytes = &data.records.clone().unwrap_or_default()[..];
+        // Batch header: base offset (8), length (4), leader epoch (4), magic (1), crc (4),
+        // attributes (2), last offset delta (4), two timestamps (16), producer id (8) and
+        // epoch (2), base sequence (4), record count (4); the length counts what follows it.
+        while bytes.len() >= 61 {
+            let base_offset = i64::from_be_bytes(bytes[0..8].try_into()?);
+            let length = i32::from_be_bytes(bytes[8..12].try_into()?) as usize;
+            ensure!(
+                bytes[16] == 2,
+                "partition {p}: batch of magic {}",
+                bytes[16]
+            );
+            let attributes = i16::from_be_bytes(bytes[21..23].try_into()?);
+            let records = i32::from_be_bytes(bytes[57..61].try_into()?);
+            codecs.push(StoredBatch {
+                partition: p,
+                base_offset,
+                records,
+                bytes: 12 + length,
+                codec: codec_of(attributes),
+            });
+            bytes = &bytes[(12 + length).min(bytes.len())..];
+        }
+    }
+    Ok(codecs)
+}
+
 async fn round_trip(codec: &str) -> anyhow::Result<()> {
     let cluster = kmock::Cluster::builder()
         .brokers(3)
@@ -220,8 +286,31 @@ async fn round_trip(codec: &str) -> anyhow::Result<()> {
         mismatches.len(),
         mismatches[..mismatches.len().min(5)].join("\n")
     );
+    let stored = stored_codecs(&cluster).await?;
+    ensure!(!stored.is_empty(), "no batch stored");
+    // librdkafka sends a batch uncompressed when compressing does not make it smaller
+    // (rdkafka_msgset_writer.c), which is so for a batch of one short record; every other
+    // batch must be stored with the codec it was sent with.
+    let other: Vec<_> = stored
+        .iter()
+        .filter(|b| b.codec != codec && !(b.records == 1 && b.codec == "none"))
+        .collect();
+    ensure!(
+        other.is_empty(),
+        "{} of {} stored batches are not {codec}-compressed: {:?}",
+        other.len(),
+        stored.len(),
+        &other[..other.len().min(5)]
+    );
+    let compressed = stored.iter().filter(|b| b.codec == codec).count();
+    ensure!(
+        compressed > stored.len() / 2,
+        "only {compressed} of {} stored batches are {codec}-compressed",
+        stored.len()
+    );
     println!(
-        "{codec}: all {MESSAGES} messages round-tripped: {}",
+        "{codec}: all {MESSAGES} messages round-tripped in {} batches ({compressed} {codec}): {}",
+        stored.len(),
         counts(&by_partition)
     );
     cluster.shutdown().await;
