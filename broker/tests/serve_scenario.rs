@@ -242,7 +242,7 @@ fn scheduled_operations_take_a_broker_down_and_bring_it_back() {
                 up(&serve),
                 refused(&serve)
             );
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(20)); // polling: see above
         }
     };
     wait_until(vec![true, false]);

@@ -43,6 +43,7 @@ pub async fn produce_numbered(
             .map_err(|(e, _)| anyhow!("message {i} not queued: {e}"))?;
         deliveries.push(queued);
         if (i + 1) % chunk == 0 {
+            // Pacing asked for by the caller, not synchronisation: no event to wait for.
             tokio::time::sleep(pause).await;
         }
     }
