@@ -11,6 +11,7 @@ pub(super) mod at {
     pub const CRC: usize = 17;
     pub const ATTRIBUTES: usize = 21;
     pub const LAST_OFFSET_DELTA: usize = 23;
+    pub const BASE_TIMESTAMP: usize = 27;
     pub const MAX_TIMESTAMP: usize = 35;
     pub const PRODUCER_ID: usize = 43;
     pub const PRODUCER_EPOCH: usize = 51;

@@ -2,8 +2,10 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::header::{at, read_i16, TIMESTAMP_TYPE_LOG_APPEND};
-use super::ValidBatch;
+use super::header::{
+    at, read_i16, read_i32, read_i64, COMPRESSION_MASK, TIMESTAMP_TYPE_LOG_APPEND,
+};
+use super::{decompress, records, ValidBatch};
 use crate::connection::READ_BUFFER_BYTES;
 
 impl ValidBatch {
@@ -61,6 +63,42 @@ impl StoredBytes {
     pub fn write_to(&self, out: &mut BytesMut) {
         out.extend_from_slice(&self.header);
         out.extend_from_slice(&self.records);
+    }
+
+    /// The first record whose timestamp is at least `timestamp`: `(offset, timestamp)`, a
+    /// LogAppendTime batch's records all taking its max timestamp (as Kafka's readers do).
+    /// Walks the records as they decompress, keeping none. `None` when no record is that
+    /// recent, or when the batch no longer walks (a kmock bug: it was validated on the way in,
+    /// so that is logged).
+    pub fn first_record_at_or_after(&self, timestamp: i64) -> Option<(i64, i64)> {
+        let header = &self.header;
+        let base_offset = read_i64(header, at::BASE_OFFSET);
+        let base_timestamp = read_i64(header, at::BASE_TIMESTAMP);
+        let attributes = read_i16(header, at::ATTRIBUTES);
+        let log_append_time = (attributes & TIMESTAMP_TYPE_LOG_APPEND != 0)
+            .then(|| read_i64(header, at::MAX_TIMESTAMP));
+        let mut found = None;
+        let walked = decompress::records_reader(attributes & COMPRESSION_MASK, &self.records)
+            .map_err(records::WalkError::from)
+            .and_then(|mut input| {
+                records::walk(&mut input, read_i32(header, at::RECORD_COUNT), |record| {
+                    let ts = log_append_time
+                        .unwrap_or(base_timestamp.wrapping_add(record.timestamp_delta));
+                    if ts < timestamp {
+                        return Ok(());
+                    }
+                    found = Some((base_offset + i64::from(record.offset_delta), ts));
+                    Err("found".into()) // stops the walk
+                })
+            });
+        match walked {
+            Err(records::WalkError::Refused(_)) => found,
+            Ok(()) => None,
+            Err(e) => {
+                tracing::error!(base_offset, "stored batch no longer walks: {e}");
+                None
+            }
+        }
     }
 
     /// The whole batch in one buffer (a copy).

@@ -406,3 +406,51 @@ fn the_walk_shows_each_record_borrowed() {
         );
     }
 }
+
+#[test]
+fn a_stored_batch_finds_its_first_record_at_or_after_a_timestamp() {
+    // Timestamps 1000, 1001, 1002, stored at offset 42.
+    let stored = validate(&batch(3), &RULES)
+        .unwrap()
+        .into_stored_bytes(42, 0, None);
+    assert_eq!(stored.first_record_at_or_after(1_001), Some((43, 1_001)));
+    assert_eq!(stored.first_record_at_or_after(0), Some((42, 1_000)));
+    assert_eq!(stored.first_record_at_or_after(1_003), None);
+    let log_append = validate(&batch(3), &RULES)
+        .unwrap()
+        .into_stored_bytes(42, 0, Some(9_999));
+    assert_eq!(
+        log_append.first_record_at_or_after(1_001),
+        Some((42, 9_999))
+    );
+}
+
+/// A measurement, not a check of speed: the time `validate` takes on a 1 MiB uncompressed batch
+/// of 100-byte records. `cargo test --release -p kmock --lib validate_time -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore = "a measurement for reports"]
+fn validate_time_of_a_1_mib_batch() {
+    let records: Vec<_> = (0..10_485)
+        .map(|_| kmock_client::record(b"key-0001", &[7; 82]))
+        .collect();
+    let bytes = kmock_client::encode_batch(&records, Compression::None).unwrap();
+    let iterations = 200;
+    let started = std::time::Instant::now();
+    for _ in 0..iterations {
+        assert!(validate(
+            &bytes,
+            &Rules {
+                max_message_bytes: usize::MAX,
+                ..RULES
+            }
+        )
+        .is_ok());
+    }
+    println!(
+        "validate: {} bytes, {} records: {:?} per batch",
+        bytes.len(),
+        records.len(),
+        started.elapsed() / iterations
+    );
+}
