@@ -156,7 +156,6 @@ mod tests {
         let log = &mut state.topics.get_mut("t").unwrap().partitions[0].log;
         let rules = batch::Rules {
             max_message_bytes: 1 << 20,
-            zstd_allowed: true,
             key_required: false,
         };
         for &sequence in sequences {

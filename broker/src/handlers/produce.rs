@@ -4,8 +4,8 @@
 //! NOT_ENOUGH_REPLICAS while the ISR is smaller than `min.insync.replicas`, capped at the
 //! replica count from Kafka 3.7, as Kafka's `Partition.appendRecordsToLeader`); one record
 //! batch v2 per
-//! partition, validated as Kafka does ([`crate::state::batch::validate`]); offsets assigned by
-//! the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer, and a
+//! partition, validated as Kafka does ([`crate::state::batch::inspect`]), before the cluster
+//! state lock is taken; offsets assigned by the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer, and a
 //! failed acks 0 request closes the connection. A partition
 //! this broker does not lead gets NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951).
 //!
@@ -16,7 +16,6 @@
 //! Deviations from Apache Kafka: transactional batches are refused with INVALID_TXN_STATE
 //! (kmock has no transactions yet).
 
-use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -38,10 +37,21 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     let acks_valid = matches!(request.acks, -1..=1);
     let mut other_leaders = Vec::new();
     let mut appended = false;
+    // The batches are checked (CRC, record walk, decompression) before the cluster state lock
+    // is taken, so that a large batch does not hold up other connections' requests.
+    let mut inspected: Vec<Vec<Option<batch::Inspected>>> = request
+        .topic_data
+        .iter()
+        .map(|t| {
+            t.partition_data
+                .iter()
+                .map(|p| p.records.as_ref().map(|r| batch::inspect(r, version >= 7)))
+                .collect()
+        })
+        .collect();
     let mut state = ctx.shared.state();
     let shared_request = ProduceContext {
         ctx,
-        version,
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
         now_ms: ctx.shared.now_ms(),
@@ -49,7 +59,8 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     let responses: Vec<TopicProduceResponse> = request
         .topic_data
         .into_iter()
-        .map(|topic_data| {
+        .zip(inspected.iter_mut())
+        .map(|(topic_data, inspected)| {
             let mut topic = if version >= 13 {
                 state
                     .topics
@@ -61,7 +72,8 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
             let partition_responses = topic_data
                 .partition_data
                 .into_iter()
-                .map(|data| {
+                .zip(inspected.iter_mut())
+                .map(|(data, inspected)| {
                     let index = data.index;
                     let topic = match topic.as_deref_mut() {
                         None if version >= 13 => {
@@ -80,7 +92,7 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
                         return error_response(index, ResponseError::InvalidRequiredAcks, None);
                     }
                     let leader = topic.partition(index).map(|p| (p.leader, p.leader_epoch));
-                    match append(&shared_request, topic, data) {
+                    match append(&shared_request, topic, index, inspected.take()) {
                         Ok(response) => {
                             appended = true;
                             response
@@ -141,39 +153,41 @@ type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<S
 /// What every partition of one Produce request shares.
 struct ProduceContext<'a> {
     ctx: &'a Ctx<'a>,
-    version: i16,
     acks: i16,
     transactional: bool,
     now_ms: i64,
 }
 
+/// Appends partition `index`'s batch, `None` when its records are null.
 fn append(
     request: &ProduceContext<'_>,
     topic: &mut Topic,
-    data: PartitionProduceData,
+    index: i32,
+    inspected: Option<batch::Inspected>,
 ) -> PartitionResult {
     let ctx = request.ctx;
     let log_append_time = topic.log_append_time().then_some(request.now_ms);
     let rules = batch::Rules {
         max_message_bytes: topic.max_message_bytes(),
-        zstd_allowed: request.version >= 7,
         key_required: topic.compacted(),
     };
     let min_insync_replicas = topic.min_insync_replicas();
     let unknown_producer_id_rule = ctx.shared.config.kafka_version < KafkaVersion::V2_5;
-    let Some(partition) = topic.partition_mut(data.index) else {
+    let Some(partition) = topic.partition_mut(index) else {
         return Err((ResponseError::UnknownTopicOrPartition, None));
     };
     partition
         .check_leader(ctx.node_id, -1)
         .map_err(|e| (e, None))?;
-    let Some(records) = data.records else {
+    let Some(inspected) = inspected else {
         return Err((
             ResponseError::InvalidRecord,
             Some("records are null".into()),
         ));
     };
-    let valid = batch::validate(&records, &rules).map_err(|e| (e.error, Some(e.reason)))?;
+    let valid = inspected
+        .validate(&rules)
+        .map_err(|e| (e.error, Some(e.reason)))?;
     // acks=all cannot be satisfied with fewer in-sync replicas than min.insync.replicas,
     // capped at the replica count from Kafka 3.7 (Partition.appendRecordsToLeader and
     // Partition.effectiveMinIsr, KAFKA-15583).
@@ -202,7 +216,7 @@ fn append(
         .append(valid, log_append_time, unknown_producer_id_rule)
         .map_err(|(error, reason)| (error, Some(reason)))?;
     Ok(PartitionProduceResponse::default()
-        .with_index(data.index)
+        .with_index(index)
         .with_base_offset(appended.base_offset)
         .with_log_append_time_ms(appended.log_append_time_ms)
         .with_log_start_offset(partition.log.log_start_offset()))

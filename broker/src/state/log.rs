@@ -5,7 +5,6 @@
 //! leader alone. Without transactions the last stable offset equals the high watermark.
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::RecordBatchDecoder;
 
 use super::batch::{StoredBytes, ValidBatch};
 
@@ -130,11 +129,7 @@ impl PartitionLog {
         self.batches
             .iter()
             .filter(|b| b.max_timestamp >= timestamp)
-            .find_map(|b| {
-                record_timestamps(b)
-                    .into_iter()
-                    .find(|&(_, ts)| ts >= timestamp)
-            })
+            .find_map(|b| b.bytes.first_record_at_or_after(timestamp))
     }
 
     /// The record with the largest timestamp, the earliest such: `(offset, timestamp)`
@@ -142,30 +137,5 @@ impl PartitionLog {
     pub fn max_timestamp(&self) -> Option<(i64, i64)> {
         let newest = self.batches.iter().map(|b| b.max_timestamp).max()?;
         self.offset_for_timestamp(newest)
-    }
-}
-
-/// `(offset, timestamp)` of every record in a stored batch, decoding (and decompressing) it.
-fn record_timestamps(batch: &StoredBatch) -> Vec<(i64, i64)> {
-    match RecordBatchDecoder::decode(&mut batch.bytes.to_bytes()) {
-        Ok(set) => set
-            .records
-            .iter()
-            .map(|r| match r.timestamp_type {
-                kafka_protocol::records::TimestampType::LogAppend => {
-                    (r.offset, batch.max_timestamp)
-                }
-                kafka_protocol::records::TimestampType::Creation => (r.offset, r.timestamp),
-            })
-            .collect(),
-        // Stored batches were validated on the way in; a batch that no longer decodes is a
-        // kmock bug, reported rather than hidden.
-        Err(e) => {
-            tracing::error!(
-                base_offset = batch.base_offset,
-                "stored batch no longer decodes: {e}"
-            );
-            Vec::new()
-        }
     }
 }

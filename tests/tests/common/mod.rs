@@ -67,3 +67,30 @@ pub fn broker_addr(cluster: &Cluster, node_id: i32) -> SocketAddr {
 pub async fn connect_to(cluster: &Cluster, node_id: i32) -> Result<Client> {
     Ok(Client::connect(broker_addr(cluster, node_id)).await?)
 }
+
+/// Creates `topic` with `partitions` partitions (replication factor 1) and the topic `configs`
+/// over CreateTopics v5, failing unless the answer is NONE.
+pub async fn create_topic_with_configs(
+    client: &Client,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> Result<()> {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    use kafka_protocol::messages::CreateTopicsRequest;
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            CreatableTopicConfig::default()
+                .with_name(text(k))
+                .with_value(Some(text(v)))
+        })
+        .collect();
+    let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(name(topic))
+        .with_num_partitions(partitions)
+        .with_replication_factor(1)
+        .with_configs(configs)]);
+    let response = client.send(request, 5).await?;
+    code_is("CreateTopics", response.topics[0].error_code, None)
+}

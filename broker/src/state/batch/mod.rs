@@ -1,0 +1,274 @@
+//! Record batch v2 (magic 2) validation and the stored form of a batch.
+//!
+//! A produce request carries each partition's records as raw bytes. kmock keeps every batch as
+//! the client sent it (compressed or not), only rewriting the fields the broker owns: the base
+//! offset and the partition leader epoch (outside the CRC), and for a topic with
+//! `message.timestamp.type=LogAppendTime` the timestamp type bit and max timestamp (with a new
+//! CRC), as Kafka's `LogValidator` does. Those fields all sit in the 61-byte header, so only the
+//! header is copied: large records stay in the buffer the request arrived in ([`StoredBytes`]).
+//!
+//! Validating a batch is broker logic, so kmock does it itself ([`header`] for the fixed fields,
+//! [`records`] for the record walk, [`decompress`] for the codecs): the records are walked one
+//! by one as they decompress, without building a record or inflating the batch, so the memory one
+//! batch's validation takes is a buffer, whatever its header claims. `kafka-protocol` decodes
+//! messages; its record decoder is left to the Fetch path and the client.
+//!
+//! Deviations from Apache Kafka:
+//! - a compressed batch whose records inflate beyond 256 MiB is refused with INVALID_RECORD
+//!   ([`decompress::MAX_DECOMPRESSED_BYTES`], counted while streaming), where Kafka,
+//!   decompressing record by record, sets no limit;
+//! - a record whose offset delta is not its index is refused with INVALID_RECORD, where Kafka
+//!   keeps an uncompressed batch's deltas as sent and rebuilds a compressed batch;
+//! - every record's length is checked against its fields as `DefaultRecord.readFrom` does, also
+//!   in a compressed batch that Kafka keeps as is and reads with `readPartiallyFrom`, which skips
+//!   that check;
+//! - a compressed stream that does not decompress is INVALID_RECORD, where Kafka's
+//!   `KafkaException` answers UNKNOWN_SERVER_ERROR.
+
+pub mod decompress;
+mod header;
+pub mod records;
+mod stored;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+
+pub use header::{header, BatchInfo};
+pub use stored::StoredBytes;
+
+use header::{
+    at, attributes_of, read_i32, read_i64, read_u32, COMPRESSION_MASK, CONTROL, NONE, ZSTD,
+};
+use records::{WalkError, MIN_RECORD_BYTES};
+
+/// Why a partition's records were refused, with the Kafka error the partition is answered with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidBatch {
+    /// The Kafka error: CORRUPT_MESSAGE for a CRC mismatch or a header too short, INVALID_RECORD
+    /// for everything else (as Kafka's `ProduceRequest.validateRecords` and `LogValidator`).
+    pub error: ResponseError,
+    /// A sentence saying what is wrong, sent back as the partition's error message.
+    pub reason: String,
+}
+
+impl InvalidBatch {
+    fn new(error: ResponseError, reason: impl Into<String>) -> Self {
+        Self {
+            error,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A batch that passed validation, still as the client sent it.
+#[derive(Debug, Clone)]
+pub struct ValidBatch {
+    /// Header fields.
+    pub info: BatchInfo,
+    bytes: Bytes,
+}
+
+/// What a partition's topic allows.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// The topic's `max.message.bytes`: a larger batch is MESSAGE_TOO_LARGE.
+    pub max_message_bytes: usize,
+    /// Whether every record needs a key (`cleanup.policy` with `compact`).
+    pub key_required: bool,
+}
+
+/// A batch checked as far as it can be without its topic: the result of the work (CRC, record
+/// walk), to be finished by [`Inspected::validate`] with the topic's rules. Made outside the
+/// cluster state lock ([`inspect`]), so that a large batch does not hold up other requests.
+#[derive(Debug, Clone)]
+pub struct Inspected {
+    records: Bytes,
+    /// A failure of the checks Kafka makes before `max.message.bytes`.
+    before_size: Option<InvalidBatch>,
+    /// A failure of the checks Kafka makes after `max.message.bytes`.
+    after_size: Option<InvalidBatch>,
+    /// Whether a record has a null key.
+    keyless: bool,
+}
+
+/// Validates the `records` bytes of one partition of a Produce v7+ request: [`inspect`], then
+/// [`Inspected::validate`].
+///
+/// # Errors
+/// [`InvalidBatch`] naming the first check that failed.
+#[cfg(test)]
+pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBatch> {
+    inspect(records, true).validate(rules)
+}
+
+/// Checks the `records` of one partition of a Produce request (v3+) as far as the topic is not
+/// needed, in Kafka's order (`ProduceRequest.validateRecords`, `UnifiedLog.
+/// analyzeAndValidateRecords`, `LogValidator`): exactly one batch, whose length field matches the
+/// bytes; magic 2; zstd only when `zstd_allowed` (Produce v7+); base offset 0; then (after the
+/// topic's `max.message.bytes`) the CRC-32C; a known compression codec; no control batch from a
+/// client; a record count of at least one that matches the last offset delta and the records
+/// inside, walked ([`records::walk`]) as they decompress.
+pub fn inspect(records: &Bytes, zstd_allowed: bool) -> Inspected {
+    let before_size = check_before_size(records, zstd_allowed).err();
+    let mut keyless = false;
+    let after_size = match before_size {
+        Some(_) => None,
+        None => check_after_size(records, |record| {
+            keyless |= record.key.is_none();
+            Ok(())
+        })
+        .err(),
+    };
+    Inspected {
+        records: records.clone(),
+        before_size,
+        after_size,
+        keyless,
+    }
+}
+
+impl Inspected {
+    /// Finishes validation with the topic's `rules` (`max.message.bytes`, a key on every record
+    /// of a compacted topic), answering the first failure in Kafka's order.
+    ///
+    /// # Errors
+    /// [`InvalidBatch`] naming the first check that failed.
+    pub fn validate(self, rules: &Rules) -> Result<ValidBatch, InvalidBatch> {
+        if let Some(refused) = self.before_size {
+            return Err(refused);
+        }
+        if self.records.len() > rules.max_message_bytes {
+            return Err(InvalidBatch::new(
+                ResponseError::MessageTooLarge,
+                format!(
+                    "record batch of {} bytes is larger than max.message.bytes {}",
+                    self.records.len(),
+                    rules.max_message_bytes
+                ),
+            ));
+        }
+        if let Some(refused) = self.after_size {
+            return Err(refused);
+        }
+        if rules.key_required && self.keyless {
+            return Err(InvalidBatch::new(
+                ResponseError::InvalidRecord,
+                "compacted topic cannot accept a record without a key",
+            ));
+        }
+        Ok(ValidBatch {
+            info: header(&self.records).expect("checked: at least a whole header"),
+            bytes: self.records,
+        })
+    }
+}
+
+fn check_before_size(records: &[u8], zstd_allowed: bool) -> Result<(), InvalidBatch> {
+    use ResponseError::{CorruptMessage, InvalidRecord};
+    if records.len() < at::RECORDS {
+        return Err(InvalidBatch::new(
+            CorruptMessage,
+            format!(
+                "record batch of {} bytes is shorter than its 61-byte header",
+                records.len()
+            ),
+        ));
+    }
+    let batch_length = read_i32(records, at::BATCH_LENGTH);
+    if usize::try_from(batch_length).map(|n| n + at::PARTITION_LEADER_EPOCH) != Ok(records.len()) {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!(
+                "produce records must hold exactly one record batch: batch length {batch_length} + 12 != {} bytes",
+                records.len()
+            ),
+        ));
+    }
+    let magic = records[at::MAGIC] as i8;
+    if magic != 2 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!("record batch magic {magic} is not 2 (produce v3+ takes only magic 2)"),
+        ));
+    }
+    if attributes_of(records) & COMPRESSION_MASK == ZSTD && !zstd_allowed {
+        return Err(InvalidBatch::new(
+            ResponseError::UnsupportedCompressionType,
+            "zstd-compressed batches need Produce v7 or later",
+        ));
+    }
+    let base_offset = read_i64(records, at::BASE_OFFSET);
+    if base_offset != 0 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!("the base offset of a client's record batch must be 0, not {base_offset}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The checks after `max.message.bytes`, on a batch that passed [`check_before_size`]; calls
+/// `on_record` for each record of a batch whose header is valid.
+fn check_after_size(
+    records: &[u8],
+    on_record: impl FnMut(&records::RecordView<'_>) -> Result<(), String>,
+) -> Result<(), InvalidBatch> {
+    use ResponseError::{CorruptMessage, InvalidRecord};
+    let stored_crc = read_u32(records, at::CRC);
+    let actual_crc = crc32c::crc32c(&records[at::ATTRIBUTES..]);
+    if stored_crc != actual_crc {
+        return Err(InvalidBatch::new(
+            CorruptMessage,
+            format!("record batch CRC {stored_crc:#010x} does not match its contents ({actual_crc:#010x})"),
+        ));
+    }
+    let attributes = attributes_of(records);
+    let codec = attributes & COMPRESSION_MASK;
+    if codec > ZSTD {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!("unknown compression codec {codec}"),
+        ));
+    }
+    if attributes & CONTROL != 0 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            "clients may not write control batches",
+        ));
+    }
+    let record_count = read_i32(records, at::RECORD_COUNT);
+    let last_offset_delta = read_i32(records, at::LAST_OFFSET_DELTA);
+    if record_count < 1 || last_offset_delta != record_count - 1 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!(
+                "record count {record_count} does not match last offset delta {last_offset_delta}"
+            ),
+        ));
+    }
+    let body = &records[at::RECORDS..];
+    if codec == NONE && record_count as usize > body.len() / MIN_RECORD_BYTES {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!(
+                "the batch declares {record_count} records but its {} bytes of records hold at most {}",
+                body.len(),
+                body.len() / MIN_RECORD_BYTES
+            ),
+        ));
+    }
+    let walked = decompress::records_reader(codec, body)
+        .map_err(WalkError::from)
+        .and_then(|mut input| records::walk(&mut input, record_count, on_record));
+    walked.map_err(|e| {
+        InvalidBatch::new(
+            InvalidRecord,
+            format!("the records of a batch of {record_count} are invalid: {e}"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
