@@ -189,10 +189,11 @@ pub fn decode_request(
                 version,
                 reason: e.to_string(),
             })?;
+        // `{:#}`: the whole chain, down to the budget's or the array's own reason.
         let body = RequestKind::decode(api, &mut buf, version).map_err(|e| CodecError::Body {
             api,
             version,
-            reason: e.to_string(),
+            reason: format!("{e:#}"),
         })?;
         Ok((header, body))
     })?;
