@@ -183,11 +183,13 @@ pub fn decode_request(
     let budget = decode_budget(frame.len());
     let mut buf = frame;
     let (header, body) = budget::with_budget(budget, || {
-        let header = RequestHeader::decode(&mut buf, api.request_header_version(version))
-            .map_err(|e| CodecError::Header {
-                api,
-                version,
-                reason: e.to_string(),
+        let header =
+            RequestHeader::decode(&mut buf, api.request_header_version(version)).map_err(|e| {
+                CodecError::Header {
+                    api,
+                    version,
+                    reason: e.to_string(),
+                }
             })?;
         // `{:#}`: the whole chain, down to the budget's or the array's own reason.
         let body = RequestKind::decode(api, &mut buf, version).map_err(|e| CodecError::Body {

@@ -102,7 +102,10 @@ async fn metadata_with_bystander(
         big_entry.seq
     );
     for (who, e) in [("big", &big_entry), ("bystander", &bystander_entry)] {
-        ensure!(e.response.is_some(), "the {who} request has no answer in the journal: {e:?}");
+        ensure!(
+            e.response.is_some(),
+            "the {who} request has no answer in the journal: {e:?}"
+        );
     }
     Ok(((big_answer, big_entry), (bystander_answer, bystander_entry)))
 }
@@ -135,8 +138,16 @@ async fn a_metadata_naming_10_000_unknown_topics_creates_none_as_kafka_and_other
     let ((big, _), (bystander, _)) =
         metadata_with_bystander(&cluster, metadata_request(names), "existing").await?;
     all_unknown(&big, 10_000)?;
-    code_is("the bystander's topic", bystander.topics[0].error_code, None)?;
-    same("topics after the refused creation", topic_count(&cluster).await?, 1)?;
+    code_is(
+        "the bystander's topic",
+        bystander.topics[0].error_code,
+        None,
+    )?;
+    same(
+        "topics after the refused creation",
+        topic_count(&cluster).await?,
+        1,
+    )?;
 
     // 5,000 topics are exactly 10,000 records: all created.
     let client = Client::connect(cluster.brokers()[0].addr).await?;
@@ -146,7 +157,11 @@ async fn a_metadata_naming_10_000_unknown_topics_creates_none_as_kafka_and_other
     for t in &created.topics {
         code_is(&format!("topic {:?}", t.name), t.error_code, None)?;
     }
-    same("topics after the creation", topic_count(&cluster).await?, 5_001)?;
+    same(
+        "topics after the creation",
+        topic_count(&cluster).await?,
+        5_001,
+    )?;
     cluster.shutdown().await;
     Ok(())
 }
@@ -154,16 +169,24 @@ async fn a_metadata_naming_10_000_unknown_topics_creates_none_as_kafka_and_other
 /// Also the decode budget's worst legitimate request: Metadata v9 of the shortest distinct
 /// names (14.5 decoded bytes a wire byte) is decoded, not refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_metadata_naming_100_000_unknown_topics_is_answered_and_others_are_served(
-) -> Result<()> {
+async fn a_metadata_naming_100_000_unknown_topics_is_answered_and_others_are_served() -> Result<()>
+{
     let cluster = Cluster::builder().topic("existing", 1).start().await?;
     let request = metadata_request(shortest_names(100_000));
     let ((big, big_entry), (bystander, _)) =
         metadata_with_bystander(&cluster, request, "existing").await?;
     same("the big request's bad_request", big_entry.bad_request, None)?;
     all_unknown(&big, 100_000)?;
-    code_is("the bystander's topic", bystander.topics[0].error_code, None)?;
-    same("topics after the refused creation", topic_count(&cluster).await?, 1)?;
+    code_is(
+        "the bystander's topic",
+        bystander.topics[0].error_code,
+        None,
+    )?;
+    same(
+        "topics after the refused creation",
+        topic_count(&cluster).await?,
+        1,
+    )?;
     cluster.shutdown().await;
     Ok(())
 }
@@ -231,7 +254,11 @@ async fn create_topics_past_the_controllers_record_bound_is_refused_whole_with_p
     );
     // 1 + 10,000 records.
     let answer = create_topics(&client, vec![new_topic("huge", 10_000)]).await?;
-    same("one topic of 10,000 partitions", answer, vec![refused.clone()])?;
+    same(
+        "one topic of 10,000 partitions",
+        answer,
+        vec![refused.clone()],
+    )?;
     // 5,001 + 5,000 records, and a topic with an error of its own, answered the same.
     let answer = create_topics(
         &client,
@@ -246,7 +273,11 @@ async fn create_topics_past_the_controllers_record_bound_is_refused_whole_with_p
     same("topics after", topic_count(&cluster).await?, 0)?;
     // 1 + 9,999 records: created.
     let answer = create_topics(&client, vec![new_topic("largest", 9_999)]).await?;
-    same("one topic of 9,999 partitions", answer, vec![(0, String::new())])?;
+    same(
+        "one topic of 9,999 partitions",
+        answer,
+        vec![(0, String::new())],
+    )?;
     cluster.shutdown().await;
     Ok(())
 }

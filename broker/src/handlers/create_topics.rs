@@ -103,11 +103,7 @@ struct Plan {
     configs: BTreeMap<String, String>,
 }
 
-fn plan(
-    ctx: &Ctx<'_>,
-    state: &ClusterState,
-    t: &CreatableTopic,
-) -> Result<Plan, CreateTopicError> {
+fn plan(ctx: &Ctx<'_>, state: &ClusterState, t: &CreatableTopic) -> Result<Plan, CreateTopicError> {
     let fail = |error, message: String| Err(CreateTopicError { error, message });
     let name = t.name.0.as_str();
     if let Some(c) = t.configs.iter().find(|c| c.value.is_none()) {

@@ -100,7 +100,11 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
 /// (each name once) stays within one user operation's [`MAX_RECORDS_PER_USER_OP`]:
 /// `AutoTopicCreationManager` sends them all in one CreateTopics, which the controller refuses
 /// as a whole past the bound.
-fn creation_fits(state: &ClusterState, requested: &[MetadataRequestTopic], partitions: i32) -> bool {
+fn creation_fits(
+    state: &ClusterState,
+    requested: &[MetadataRequestTopic],
+    partitions: i32,
+) -> bool {
     let mut seen = HashSet::new();
     let mut records = 0;
     for name in requested.iter().filter_map(|t| t.name.as_ref()) {

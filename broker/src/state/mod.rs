@@ -292,9 +292,7 @@ mod tests {
         assert_eq!(state.topic_by_id(id).map(|t| t.name.as_str()), Some("a.b"));
         state.remove_topic("a.b").unwrap();
         assert!(state.topic_by_id(id).is_none());
-        state
-            .create_topic("a_b", 1, None, BTreeMap::new())
-            .unwrap();
+        state.create_topic("a_b", 1, None, BTreeMap::new()).unwrap();
     }
 
     #[test]
