@@ -234,7 +234,9 @@ impl ClusterBuilder {
         self
     }
 
-    /// Creates `name` with `partitions` partitions at start. Repeatable.
+    /// Creates `name` with `partitions` partitions at start. Repeatable. At most 9,999
+    /// partitions, as one operation of Kafka's KRaft controller creates (a larger topic is
+    /// grown with CreatePartitions); [`Self::start`] fails past that.
     pub fn topic(mut self, name: &str, partitions: i32) -> Self {
         self.config.topics.push((name.to_owned(), partitions));
         self
@@ -340,8 +342,8 @@ impl ClusterBuilder {
     /// [`Error::Config`] for default partitions below 1, a replication factor of 0 or above
     /// the broker count, or an unspecified host (`0.0.0.0`, `::`: Kafka refuses to advertise
     /// those); [`Error::Bind`] when a port cannot be bound;
-    /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one partition,
-    /// given twice).
+    /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one or more
+    /// than 9,999 partitions, given twice).
     pub async fn start(self) -> Result<Cluster, Error> {
         let ClusterBuilder {
             config,
@@ -558,7 +560,8 @@ impl Cluster {
     /// Creates a topic as CreateTopics would, with Kafka's default configs.
     ///
     /// # Errors
-    /// [`Error::Topic`] when the name is invalid or taken, or `partitions` is below 1.
+    /// [`Error::Topic`] when the name is invalid or taken, or `partitions` is below 1 or above
+    /// 9,999 (Kafka's POLICY_VIOLATION: past 10,000 records for one controller operation).
     pub fn create_topic(&self, name: &str, partitions: i32) -> Result<(), Error> {
         self.inner
             .shared

@@ -5,10 +5,42 @@
 //! connection (Kafka raises `InvalidRequestException` there) — except ApiVersions, which a client
 //! sends before it knows the broker's range: a version kmock cannot parse is answered in v0 with
 //! UNSUPPORTED_VERSION and the full list of supported APIs, so the client can retry lower.
+//!
+//! Decoding has a memory budget ([`decode_budget`]): a frame of N bytes may decode to at most
+//! [`DECODE_BUDGET_FACTOR`] × N bytes of arrays and tagged fields (plus
+//! [`DECODE_BUDGET_SLACK`]), so a request made of millions of empty elements (a Metadata naming
+//! millions of empty topics) is refused as undecodable instead of costing gigabytes. Kafka has
+//! no such limit, but no request a client sends for real work comes near it; see
+//! [`DECODE_BUDGET_FACTOR`].
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
-use kafka_protocol::protocol::{Decodable, Encodable, VersionRange};
+use kafka_protocol::protocol::{budget, Decodable, Encodable, VersionRange};
+
+/// Bytes of decoded arrays and tagged fields allowed per byte of frame.
+///
+/// Decoded, an element costs `size_of` of its struct whatever its wire size; the worst ratio
+/// a real request reaches is Metadata v9's topic list (72 bytes a topic; on the wire a name
+/// and two bytes): 24 for one-character names, 18 for two, 14.4 for three. Distinct names of
+/// one or two characters are 4,160 at most (covered by [`DECODE_BUDGET_SLACK`]), so any
+/// Metadata of distinct names fits 16; every other API kmock implements stays below 16 with
+/// non-empty names and ids (DescribeConfigs with one-character resource names, 17.6, is the
+/// closest, and real config resources are topics of more characters or broker ids that fit the
+/// slack). Refused: lists of empty strings (32) or empty topic names (36), tagged-field floods
+/// (40).
+pub const DECODE_BUDGET_FACTOR: usize = 16;
+
+/// Bytes of decoded arrays and tagged fields every request may use whatever its size, so a
+/// small request is never refused for its ratio.
+pub const DECODE_BUDGET_SLACK: usize = 1 << 20;
+
+/// The memory budget of decoding a frame of `frame_bytes` bytes:
+/// `DECODE_BUDGET_FACTOR * frame_bytes + DECODE_BUDGET_SLACK`.
+pub fn decode_budget(frame_bytes: usize) -> usize {
+    frame_bytes
+        .saturating_mul(DECODE_BUDGET_FACTOR)
+        .saturating_add(DECODE_BUDGET_SLACK)
+}
 
 /// A decoded request.
 #[derive(Debug)]
@@ -118,12 +150,14 @@ pub fn peek_header(frame: &[u8]) -> Result<HeaderPeek, CodecError> {
     })
 }
 
-/// Decodes a request frame (without its size prefix).
+/// Decodes a request frame (without its size prefix), within [`decode_budget`] of its size.
 ///
 /// `supported` gives the version range kmock implements for an API, `None` if it does not.
 ///
 /// # Errors
-/// [`CodecError`] saying why the frame cannot be answered; the connection must be closed.
+/// [`CodecError`] saying why the frame cannot be answered (a body over the budget is
+/// [`CodecError::Body`], its reason saying "decode budget exceeded"); the connection must be
+/// closed.
 pub fn decode_request(
     frame: Bytes,
     supported: impl Fn(ApiKey) -> Option<VersionRange>,
@@ -146,19 +180,24 @@ pub fn decode_request(
             range,
         });
     }
+    let budget = decode_budget(frame.len());
     let mut buf = frame;
-    let header =
-        RequestHeader::decode(&mut buf, api.request_header_version(version)).map_err(|e| {
-            CodecError::Header {
-                api,
-                version,
-                reason: e.to_string(),
-            }
+    let (header, body) = budget::with_budget(budget, || {
+        let header =
+            RequestHeader::decode(&mut buf, api.request_header_version(version)).map_err(|e| {
+                CodecError::Header {
+                    api,
+                    version,
+                    reason: e.to_string(),
+                }
+            })?;
+        // `{:#}`: the whole chain, down to the budget's or the array's own reason.
+        let body = RequestKind::decode(api, &mut buf, version).map_err(|e| CodecError::Body {
+            api,
+            version,
+            reason: format!("{e:#}"),
         })?;
-    let body = RequestKind::decode(api, &mut buf, version).map_err(|e| CodecError::Body {
-        api,
-        version,
-        reason: e.to_string(),
+        Ok((header, body))
     })?;
     Ok(Decoded::Request(Box::new(Request {
         header,

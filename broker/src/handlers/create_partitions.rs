@@ -4,8 +4,16 @@
 //! A count not above the current one gets INVALID_PARTITIONS, an unknown topic
 //! UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST; `validate_only` checks only.
 //!
-//! Deviations from Apache Kafka: more than [`MAX_PARTITIONS`] partitions is INVALID_PARTITIONS;
-//! a manual assignment is checked for its length and broker ids
+//! One request is one operation of Kafka's KRaft controller
+//! (`ReplicationControlManager.createPartitions`), bounded by `QuorumController
+//! .MAX_RECORDS_PER_USER_OP` (10,000): each new partition is one record, added in request
+//! order; the topic whose partition would be record 10,001 is answered UNKNOWN_SERVER_ERROR
+//! with no message and keeps the partitions added before (the controller commits the records
+//! already in its list), and so is every later topic that would add one. More than 10,000
+//! topics (not counting those named twice) refuse the whole request with POLICY_VIOLATION,
+//! nothing added. `validate_only` answers the same and adds nothing.
+//!
+//! Deviations from Apache Kafka: a manual assignment is checked for its length and broker ids
 //! but leaders stay round-robin.
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -14,7 +22,7 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{named_twice, Ctx};
-use crate::state::topics::MAX_PARTITIONS;
+use crate::state::{too_many_records, MAX_RECORDS_PER_USER_OP};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = CreatePartitionsRequest::VERSIONS;
@@ -26,6 +34,27 @@ pub fn handle(
     _version: i16,
 ) -> CreatePartitionsResponse {
     let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
+    let sent_to_controller = request
+        .topics
+        .iter()
+        .filter(|t| !duplicates.contains(t.name.0.as_str()))
+        .count();
+    if sent_to_controller > MAX_RECORDS_PER_USER_OP {
+        // The controller's list of results overflows outside its per-topic error handling.
+        let e = too_many_records();
+        let results = request
+            .topics
+            .into_iter()
+            .map(|t| {
+                CreatePartitionsTopicResult::default()
+                    .with_name(t.name)
+                    .with_error_code(e.error.code())
+                    .with_error_message(Some(StrBytes::from_string(e.message.clone())))
+            })
+            .collect();
+        return CreatePartitionsResponse::default().with_results(results);
+    }
+    let mut records = 0usize;
     let mut state = ctx.shared.state();
     let nodes = state.nodes.clone();
     let live = state.live_nodes();
@@ -51,12 +80,7 @@ pub fn handle(
                                 .find(|b| !nodes.contains(&b.0))
                                 .map(|b| format!("unknown broker {} in assignment", b.0))
                         });
-                        if t.count > MAX_PARTITIONS {
-                            Err((
-                                ResponseError::InvalidPartitions,
-                                format!("kmock keeps at most {MAX_PARTITIONS} partitions per topic, not {}", t.count),
-                            ))
-                        } else if new <= 0 {
+                        if new <= 0 {
                             Err((
                                 ResponseError::InvalidPartitions,
                                 format!("topic has {current} partitions; the new count {} must be larger", t.count),
@@ -69,10 +93,18 @@ pub fn handle(
                                 format!("replication factor {} cannot be reached: {} brokers are up", topic.replication_factor, live.len()),
                             ))
                         } else {
+                            let room = MAX_RECORDS_PER_USER_OP - records;
+                            let fits = new.min(room as i64) as usize;
+                            records += fits;
                             if !request.validate_only {
-                                topic.add_partitions(t.count, &live);
+                                topic.add_partitions(current + fits as i32, &live);
                             }
-                            Ok(())
+                            if fits as i64 == new {
+                                Ok(())
+                            } else {
+                                // No message: Kafka leaves UNKNOWN_SERVER_ERROR's out (`ApiError.fromThrowable`).
+                                Err((ResponseError::UnknownServerError, String::new()))
+                            }
                         }
                     }
                 }
@@ -82,7 +114,7 @@ pub fn handle(
                 Ok(()) => result,
                 Err((error, message)) => result
                     .with_error_code(error.code())
-                    .with_error_message(Some(StrBytes::from_string(message))),
+                    .with_error_message((!message.is_empty()).then(|| StrBytes::from_string(message))),
             }
         })
         .collect();

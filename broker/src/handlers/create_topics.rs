@@ -6,8 +6,12 @@
 //! checks without creating. v5+ answers carry the partition count, replication factor and
 //! every config with its source; v7 the topic id.
 //!
-//! Deviations from Apache Kafka: more than 100,000 partitions is INVALID_PARTITIONS (a memory
-//! guard, `state::topics::MAX_PARTITIONS`); a manual replica assignment sets the partition count
+//! One request is one operation of Kafka's KRaft controller (`ReplicationControlManager
+//! .createTopics`): past `QuorumController.MAX_RECORDS_PER_USER_OP` records (one per topic,
+//! partition and config of the topics that pass the checks) the whole request is refused
+//! with POLICY_VIOLATION, so no topic of more than 9,999 partitions can be created.
+//!
+//! Deviations from Apache Kafka: a manual replica assignment sets the partition count
 //! and the replication factor (that of its first partition), but replicas are placed
 //! round-robin as for a count; the cluster's default replication factor is 3 or the broker count
 //! if smaller (Kafka's `default.replication.factor` is 1), so that a broker going down fails over.
@@ -24,7 +28,9 @@ use kafka_protocol::ResponseError;
 
 use super::{named_twice, str_bytes, Ctx};
 use crate::state::topics::TOPIC_CONFIG_DEFAULTS;
-use crate::state::CreateTopicError;
+use crate::state::{
+    creation_records, too_many_records, ClusterState, CreateTopicError, MAX_RECORDS_PER_USER_OP,
+};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = CreateTopicsRequest::VERSIONS;
@@ -34,22 +40,50 @@ pub const SOURCE_DEFAULT: i8 = 5;
 /// Config source TOPIC_CONFIG (a per-topic override).
 pub const SOURCE_TOPIC: i8 = 1;
 
-/// Creates (or, with `validate_only`, checks) each topic.
+/// Creates (or, with `validate_only`, checks) each topic, as one operation of Kafka's
+/// controller: when the topics that pass the checks would write more than
+/// [`MAX_RECORDS_PER_USER_OP`] records, none is created and every topic of the request is
+/// answered POLICY_VIOLATION (`ReplicationControlManager.createTopics` fills a `BoundedList`,
+/// whose overflow `EventHandlerExceptionInfo` turns into POLICY_VIOLATION, and
+/// `CreateTopicsRequest.getErrorResponse` gives that error to every topic), `validate_only` or
+/// not.
 pub fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
     let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
+    let mut state = ctx.shared.state();
+    let plans: Vec<Result<Plan, CreateTopicError>> = request
+        .topics
+        .iter()
+        .map(|t| {
+            if duplicates.contains(t.name.0.as_str()) {
+                return Err(CreateTopicError {
+                    error: ResponseError::InvalidRequest,
+                    message: "topic named twice in one request".into(),
+                });
+            }
+            plan(ctx, &state, t)
+        })
+        .collect();
+    let records = plans
+        .iter()
+        .flatten()
+        .map(|p| creation_records(p.partitions, p.configs.len()))
+        .fold(0usize, usize::saturating_add);
+    if records > MAX_RECORDS_PER_USER_OP {
+        let e = too_many_records();
+        let topics = request
+            .topics
+            .into_iter()
+            .map(|t| failed(t.name, e.error, e.message.clone()))
+            .collect();
+        return CreateTopicsResponse::default().with_topics(topics);
+    }
     let topics = request
         .topics
         .into_iter()
-        .map(|t| {
+        .zip(plans)
+        .map(|(t, plan)| {
             let name = t.name.clone();
-            if duplicates.contains(name.0.as_str()) {
-                return failed(
-                    name,
-                    ResponseError::InvalidRequest,
-                    "topic named twice in one request".into(),
-                );
-            }
-            match create(ctx, &t, request.validate_only) {
+            match plan.and_then(|p| create(&mut state, t, p, request.validate_only)) {
                 // Partition count, replication factor and configs are answered from v5.
                 Ok(result) if version < 5 => CreatableTopicResult::default()
                     .with_name(result.name)
@@ -62,11 +96,14 @@ pub fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest, version: i16) -> Crea
     CreateTopicsResponse::default().with_topics(topics)
 }
 
-fn create(
-    ctx: &Ctx<'_>,
-    t: &CreatableTopic,
-    validate_only: bool,
-) -> Result<CreatableTopicResult, CreateTopicError> {
+/// A topic that passed the checks: what creating it takes.
+struct Plan {
+    partitions: i32,
+    replication_factor: Option<i32>,
+    configs: BTreeMap<String, String>,
+}
+
+fn plan(ctx: &Ctx<'_>, state: &ClusterState, t: &CreatableTopic) -> Result<Plan, CreateTopicError> {
     let fail = |error, message: String| Err(CreateTopicError { error, message });
     let name = t.name.0.as_str();
     if let Some(c) = t.configs.iter().find(|c| c.value.is_none()) {
@@ -89,7 +126,7 @@ fn create(
         })
         .collect();
     // Kafka's order: name, existence and configs before partitions and replicas.
-    ctx.shared.state().check_name_and_configs(name, &configs)?;
+    state.check_name_and_configs(name, &configs)?;
     if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
         return fail(
             ResponseError::InvalidRequest,
@@ -115,29 +152,42 @@ fn create(
     let partitions = match (t.assignments.len(), t.num_partitions) {
         (0, -1) => ctx.shared.config.default_partitions,
         (0, n) => n,
-        (n, _) => n as i32,
+        (n, _) => i32::try_from(n).unwrap_or(i32::MAX),
     };
     let replication_factor = match (t.assignments.first(), t.replication_factor) {
         (Some(a), _) => Some(a.broker_ids.len() as i32),
         (None, -1) => None,
         (None, rf) => Some(i32::from(rf)),
     };
-    let mut state = ctx.shared.state();
+    state.check_new_topic(name, partitions, replication_factor, &configs)?;
+    Ok(Plan {
+        partitions,
+        replication_factor,
+        configs,
+    })
+}
+
+fn create(
+    state: &mut ClusterState,
+    t: CreatableTopic,
+    plan: Plan,
+    validate_only: bool,
+) -> Result<CreatableTopicResult, CreateTopicError> {
+    let name = t.name.0.as_str();
+    let Plan {
+        partitions,
+        replication_factor,
+        configs,
+    } = plan;
     let (id, replication_factor) = if validate_only {
-        let rf =
-            state.check_new_topic(t.name.0.as_str(), partitions, replication_factor, &configs)?;
+        let rf = state.check_new_topic(name, partitions, replication_factor, &configs)?;
         (uuid::Uuid::nil(), rf)
     } else {
-        let topic = state.create_topic(
-            t.name.0.as_str(),
-            partitions,
-            replication_factor,
-            configs.clone(),
-        )?;
+        let topic = state.create_topic(name, partitions, replication_factor, configs.clone())?;
         (topic.id, topic.replication_factor)
     };
     Ok(CreatableTopicResult::default()
-        .with_name(t.name.clone())
+        .with_name(t.name)
         .with_topic_id(id)
         .with_num_partitions(partitions)
         .with_replication_factor(replication_factor as i16)

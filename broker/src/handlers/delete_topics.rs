@@ -5,7 +5,14 @@
 //! deleted name can be created again and gets a new topic id. A name given twice gets
 //! INVALID_REQUEST and is not deleted (Kafka's `ControllerApis.deleteTopics`).
 //!
-//! Deviations from Apache Kafka: deletion is immediate, where Kafka deletes asynchronously.
+//! One request is one operation of Kafka's KRaft controller (`ReplicationControlManager
+//! .deleteTopics`), bounded by `QuorumController.MAX_RECORDS_PER_USER_OP`: one record per
+//! topic deleted, so past 10,000 existing topics each further one is answered
+//! UNKNOWN_SERVER_ERROR with no message and kept.
+//!
+//! Deviations from Apache Kafka: deletion is immediate, where Kafka deletes asynchronously;
+//! past the bound kmock keeps the topics that come last in the request, where Kafka's
+//! `ControllerApis` hands the controller the topic ids in hash order.
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
@@ -14,6 +21,7 @@ use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
 use super::{named_twice, topic_name, Ctx};
+use crate::state::MAX_RECORDS_PER_USER_OP;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DeleteTopicsRequest::VERSIONS;
@@ -40,6 +48,7 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
             .map(|n| n.0.as_str()),
     );
     let mut state = ctx.shared.state();
+    let mut records = 0usize;
     let responses = targets
         .into_iter()
         .map(|(name, id)| {
@@ -58,8 +67,15 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
                 None => state.topic_by_id(id).map(|t| (t.name.clone(), t.id)),
             };
             match found {
+                Some((found_name, found_id)) if records == MAX_RECORDS_PER_USER_OP => {
+                    DeletableTopicResult::default()
+                        .with_name(Some(topic_name(&found_name)))
+                        .with_topic_id(found_id)
+                        .with_error_code(ResponseError::UnknownServerError.code())
+                }
                 Some((found_name, found_id)) => {
-                    state.topics.remove(&found_name);
+                    records += 1;
+                    state.remove_topic(&found_name);
                     state.groups.forget_topic(&found_name);
                     tracing::debug!(topic = found_name, "topic deleted");
                     DeletableTopicResult::default()

@@ -5,14 +5,20 @@
 //! offline partition answers LEADER_NOT_AVAILABLE with leader -1, as Kafka's `MetadataCache`
 //! does ([`crate::state::failover`]). Unknown topics are created when the cluster allows it (Kafka's
 //! `auto.create.topics.enable`) and the request does (`allow_auto_topic_creation`, always true
-//! before v4), with the cluster's default partition count and replication factor.
+//! before v4), with the cluster's default partition count and replication factor. As Kafka's
+//! `AutoTopicCreationManager` (KRaft) asks the controller to create all of a request's unknown
+//! topics in one CreateTopics, which `ReplicationControlManager` refuses as a whole when it
+//! would write more than `QuorumController.MAX_RECORDS_PER_USER_OP` (10,000) records (one per
+//! topic and one per partition): then none is created and each stays UNKNOWN_TOPIC_OR_PARTITION
+//! (INVALID_TOPIC_EXCEPTION for an illegal name, checked before the controller is asked).
 //!
 //! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
 //! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; internal
 //! topics (`__consumer_offsets`) are not listed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -21,7 +27,8 @@ use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{advertised, str_bytes, topic_name, Ctx};
-use crate::state::topics::Topic;
+use crate::state::topics::{validate_name, Topic};
+use crate::state::{creation_records, ClusterState, MAX_RECORDS_PER_USER_OP};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = MetadataRequest::VERSIONS;
@@ -42,39 +49,80 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
         Some(ref t) if t.is_empty() && version == 0 => {
             state.topics.values().map(topic_metadata).collect()
         }
-        Some(requested) => requested
-            .into_iter()
-            .map(|t| match t.name {
-                Some(name) => {
-                    let name = name.as_str();
-                    if let Some(topic) = state.topics.get(name) {
-                        return topic_metadata(topic);
-                    }
-                    if !allow_create {
-                        return topic_error(Some(name), ResponseError::UnknownTopicOrPartition);
-                    }
-                    let partitions = shared.config.default_partitions;
-                    match state.create_topic(name, partitions, None, Default::default()) {
-                        Ok(topic) => topic_metadata(topic),
-                        // Kafka's controller refuses the creation behind the answer; the client
-                        // sees the topic still unknown (AutoTopicCreationManager, KRaft).
-                        Err(e) if e.error == ResponseError::InvalidReplicationFactor => {
-                            topic_error(Some(name), ResponseError::UnknownTopicOrPartition)
+        Some(requested) => {
+            let partitions = shared.config.default_partitions;
+            let create = allow_create && creation_fits(&state, &requested, partitions);
+            requested
+                .into_iter()
+                .map(|t| match t.name {
+                    Some(name) => {
+                        let name = name.as_str();
+                        if let Some(topic) = state.topics.get(name) {
+                            return topic_metadata(topic);
                         }
-                        Err(e) => topic_error(Some(name), e.error),
+                        if !allow_create {
+                            return topic_error(Some(name), ResponseError::UnknownTopicOrPartition);
+                        }
+                        if !create {
+                            // Kafka's controller refused the whole batch (POLICY_VIOLATION behind
+                            // the answer), so the topic is still unknown, valid name or not
+                            // checked first as `AutoTopicCreationManager` does.
+                            let error = match validate_name(name) {
+                                Ok(()) => ResponseError::UnknownTopicOrPartition,
+                                Err(_) => ResponseError::InvalidTopicException,
+                            };
+                            return topic_error(Some(name), error);
+                        }
+                        match state.create_topic(name, partitions, None, Default::default()) {
+                            Ok(topic) => topic_metadata(topic),
+                            // Kafka's controller refuses the creation behind the answer; the
+                            // client sees the topic still unknown (AutoTopicCreationManager, KRaft).
+                            Err(e) if e.error == ResponseError::InvalidReplicationFactor => {
+                                topic_error(Some(name), ResponseError::UnknownTopicOrPartition)
+                            }
+                            Err(e) => topic_error(Some(name), e.error),
+                        }
                     }
-                }
-                None => match state.topic_by_id(t.topic_id) {
-                    Some(topic) => topic_metadata(topic),
-                    None => {
-                        topic_error(None, ResponseError::UnknownTopicId).with_topic_id(t.topic_id)
-                    }
-                },
-            })
-            .collect(),
+                    None => match state.topic_by_id(t.topic_id) {
+                        Some(topic) => topic_metadata(topic),
+                        None => topic_error(None, ResponseError::UnknownTopicId)
+                            .with_topic_id(t.topic_id),
+                    },
+                })
+                .collect()
+        }
     };
     drop(state);
     cluster_metadata(ctx, &down).with_topics(topics)
+}
+
+/// Whether creating every unknown topic `requested` names that Kafka's controller would create
+/// (each name once) stays within one user operation's [`MAX_RECORDS_PER_USER_OP`]:
+/// `AutoTopicCreationManager` sends them all in one CreateTopics, which the controller refuses
+/// as a whole past the bound.
+fn creation_fits(
+    state: &ClusterState,
+    requested: &[MetadataRequestTopic],
+    partitions: i32,
+) -> bool {
+    let mut seen = HashSet::new();
+    let mut records = 0;
+    for name in requested.iter().filter_map(|t| t.name.as_ref()) {
+        let name = name.as_str();
+        if state.topics.contains_key(name) || !seen.insert(name) {
+            continue;
+        }
+        if state
+            .check_new_topic(name, partitions, None, &Default::default())
+            .is_ok()
+        {
+            records += creation_records(partitions, 0);
+            if records > MAX_RECORDS_PER_USER_OP {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// A Metadata answer with the cluster's part only: the live brokers (all but `down`), the

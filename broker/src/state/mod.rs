@@ -14,7 +14,7 @@ pub mod producer_state;
 pub mod producers;
 pub mod topics;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
@@ -37,8 +37,14 @@ pub struct ClusterState {
     /// Leadership of `__transaction_state`: the leader of a transactional id's partition is its
     /// transaction coordinator.
     pub transaction_state: Vec<Partition>,
-    /// Topics by name.
+    /// Topics by name. Created only by [`Self::create_topic`] and removed only by
+    /// [`Self::remove_topic`], which keep the indexes below in step.
     pub topics: BTreeMap<String, Topic>,
+    /// Topic names by topic id, for [`Self::topic_by_id`] in constant time.
+    names_by_id: HashMap<Uuid, String>,
+    /// Topic names by their collision name (`.` read as `_`), for Kafka's collision check in
+    /// constant time (the controller's `topicsWithCollisionChars`).
+    names_by_collision_name: HashMap<String, String>,
     /// Producer id and epoch allocation.
     pub producers: ProducerIds,
     /// Consumer groups and their committed offsets.
@@ -50,7 +56,8 @@ pub struct ClusterState {
 /// Why a topic could not be created, with the Kafka error to answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateTopicError {
-    /// TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS or INVALID_CONFIG.
+    /// TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_CONFIG,
+    /// INVALID_REPLICATION_FACTOR or POLICY_VIOLATION.
     pub error: ResponseError,
     /// What is wrong, in a sentence.
     pub message: String,
@@ -82,6 +89,8 @@ impl ClusterState {
             down: BTreeSet::new(),
             default_replication_factor: placement.default_replication_factor,
             topics: BTreeMap::new(),
+            names_by_id: HashMap::new(),
+            names_by_collision_name: HashMap::new(),
             producers: ProducerIds::default(),
             groups: groups::Groups::default(),
             topics_created: 0,
@@ -116,8 +125,11 @@ impl ClusterState {
             );
         }
         // Kafka refuses names that differ only by '.' and '_', since metrics cannot tell them apart.
-        let unified = name.replace('.', "_");
-        if let Some(other) = self.topics.keys().find(|t| t.replace('.', "_") == unified) {
+        if let Some(other) = self
+            .names_by_collision_name
+            .get(&collision_name(name))
+            .filter(|other| self.topics.contains_key(other.as_str()))
+        {
             return fail(
                 ResponseError::InvalidTopicException,
                 format!("topic {name:?} collides with existing topic {other:?}"),
@@ -145,13 +157,10 @@ impl ClusterState {
         configs: &BTreeMap<String, String>,
     ) -> Result<usize, CreateTopicError> {
         self.check_name_and_configs(name, configs)?;
-        if !(1..=topics::MAX_PARTITIONS).contains(&partitions) {
+        if partitions < 1 {
             return Err(CreateTopicError {
                 error: ResponseError::InvalidPartitions,
-                message: format!(
-                    "number of partitions must be between 1 and {}, not {partitions}",
-                    topics::MAX_PARTITIONS
-                ),
+                message: format!("number of partitions must be at least 1, not {partitions}"),
             });
         }
         let live = self.live_nodes().len();
@@ -167,10 +176,13 @@ impl ClusterState {
         Ok(factor as usize)
     }
 
-    /// Creates a topic after [`Self::check_new_topic`].
+    /// Creates a topic after [`Self::check_new_topic`], as one user operation of Kafka's
+    /// controller: a topic whose records alone exceed [`MAX_RECORDS_PER_USER_OP`] is refused
+    /// before anything is built. A request creating several topics checks their sum first
+    /// ([`creation_records`]).
     ///
     /// # Errors
-    /// As [`Self::check_new_topic`].
+    /// As [`Self::check_new_topic`]; POLICY_VIOLATION past the bound.
     pub fn create_topic(
         &mut self,
         name: &str,
@@ -179,18 +191,60 @@ impl ClusterState {
         configs: BTreeMap<String, String>,
     ) -> Result<&Topic, CreateTopicError> {
         let factor = self.check_new_topic(name, partitions, replication_factor, &configs)?;
+        if creation_records(partitions, configs.len()) > MAX_RECORDS_PER_USER_OP {
+            return Err(too_many_records());
+        }
         self.topics_created += 1;
         let id = Uuid::from_u64_pair(self.id_seed, self.topics_created);
         let live = self.live_nodes();
         let topic = Topic::new(name, id, partitions, factor, &live, configs);
         tracing::debug!(topic = name, partitions, %id, "topic created");
+        self.names_by_id.insert(id, name.to_owned());
+        self.names_by_collision_name
+            .insert(collision_name(name), name.to_owned());
         Ok(self.topics.entry(name.to_owned()).or_insert(topic))
+    }
+
+    /// Removes a topic and its index entries; `None` if there is none of that name.
+    pub fn remove_topic(&mut self, name: &str) -> Option<Topic> {
+        let topic = self.topics.remove(name)?;
+        self.names_by_id.remove(&topic.id);
+        self.names_by_collision_name.remove(&collision_name(name));
+        Some(topic)
     }
 
     /// The topic with this id.
     pub fn topic_by_id(&self, id: Uuid) -> Option<&Topic> {
-        self.topics.values().find(|t| t.id == id)
+        let name = self.names_by_id.get(&id)?;
+        self.topics.get(name).filter(|t| t.id == id)
     }
+}
+
+/// Most metadata records one user operation may write: Kafka's
+/// `QuorumController.MAX_RECORDS_PER_USER_OP` (10,000, the controller's batch size). Creating a
+/// topic writes one record, plus one per partition and one per config (`ReplicationControlManager
+/// .createTopic`); growing a topic one per new partition; deleting one one record.
+pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
+
+/// The metadata records Kafka's controller writes to create a topic of `partitions` partitions
+/// with `configs` configs: a `TopicRecord`, a `PartitionRecord` per partition, a `ConfigRecord`
+/// per config.
+pub fn creation_records(partitions: i32, configs: usize) -> usize {
+    1 + usize::try_from(partitions).unwrap_or(0) + configs
+}
+
+/// Kafka's answer to a user operation over [`MAX_RECORDS_PER_USER_OP`]: the controller's
+/// `BoundedListTooLongException` becomes POLICY_VIOLATION (`EventHandlerExceptionInfo`).
+pub fn too_many_records() -> CreateTopicError {
+    CreateTopicError {
+        error: ResponseError::PolicyViolation,
+        message: "Unable to perform excessively large batch operation.".into(),
+    }
+}
+
+/// Kafka's `Topic.unifyCollisionChars`: `.` and `_` read the same in metric names.
+fn collision_name(name: &str) -> String {
+    name.replace('.', "_")
 }
 
 #[cfg(test)]
@@ -208,13 +262,37 @@ mod tests {
         let err = state
             .create_topic("huge", i32::MAX, None, BTreeMap::new())
             .unwrap_err();
-        assert_eq!(
-            err.error,
-            ResponseError::InvalidPartitions,
-            "{}",
-            err.message
-        );
+        assert_eq!(err.error, ResponseError::PolicyViolation, "{}", err.message);
         assert!(state.topics.is_empty());
+    }
+
+    #[test]
+    fn a_topic_of_9999_partitions_is_the_largest_one_operation_creates() {
+        let mut state = ClusterState::new(vec![1], PLACEMENT, 0);
+        state
+            .create_topic("largest", 9_999, None, BTreeMap::new())
+            .unwrap();
+        let err = state
+            .create_topic("too-large", 10_000, None, BTreeMap::new())
+            .unwrap_err();
+        assert_eq!(err.error, ResponseError::PolicyViolation, "{}", err.message);
+    }
+
+    #[test]
+    fn names_colliding_by_dot_and_underscore_are_refused_until_the_other_is_deleted() {
+        let mut state = ClusterState::new(vec![1], PLACEMENT, 0);
+        let id = state
+            .create_topic("a.b", 1, None, BTreeMap::new())
+            .unwrap()
+            .id;
+        let err = state
+            .create_topic("a_b", 1, None, BTreeMap::new())
+            .unwrap_err();
+        assert_eq!(err.error, ResponseError::InvalidTopicException);
+        assert_eq!(state.topic_by_id(id).map(|t| t.name.as_str()), Some("a.b"));
+        state.remove_topic("a.b").unwrap();
+        assert!(state.topic_by_id(id).is_none());
+        state.create_topic("a_b", 1, None, BTreeMap::new()).unwrap();
     }
 
     #[test]
@@ -224,7 +302,7 @@ mod tests {
             .create_topic("t", 2, None, BTreeMap::new())
             .unwrap()
             .id;
-        state.topics.remove("t");
+        state.remove_topic("t");
         let second = state
             .create_topic("t", 2, None, BTreeMap::new())
             .unwrap()

@@ -22,11 +22,6 @@ pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
     ("segment.bytes", "1073741824"),
 ];
 
-/// Most partitions a topic may have. Kafka sets no such limit, but a fake broker that tried to
-/// build two billion partitions for one CreateTopics request would exhaust the machine's memory;
-/// kmock refuses more with INVALID_PARTITIONS.
-pub const MAX_PARTITIONS: i32 = 100_000;
-
 /// One partition: its replicas, leader, leader epoch history and log.
 #[derive(Debug)]
 pub struct Partition {

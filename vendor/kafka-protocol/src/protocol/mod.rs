@@ -10,6 +10,7 @@ use anyhow::{bail, Result};
 use buf::{ByteBuf, ByteBufMut};
 use bytes::Bytes;
 
+pub mod budget; // kmock patch: a memory budget per decode
 pub mod buf;
 pub mod types;
 

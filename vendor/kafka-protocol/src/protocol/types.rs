@@ -990,6 +990,8 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
                 if n as usize > bytes::Buf::remaining(buf) {
                     bail!("array length {n} exceeds the {} bytes left", bytes::Buf::remaining(buf));
                 }
+                // kmock patch: charge the decoded size against the decode budget (budget.rs).
+                super::budget::charge_array::<T>(n as usize)?;
                 let mut result = Vec::with_capacity(n as usize);
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
@@ -1102,6 +1104,8 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
                 if (n - 1) as usize > bytes::Buf::remaining(buf) {
                     bail!("compact array length {} exceeds the {} bytes left", n - 1, bytes::Buf::remaining(buf));
                 }
+                // kmock patch: charge the decoded size against the decode budget (budget.rs).
+                super::budget::charge_array::<T>((n - 1) as usize)?;
                 let mut result = Vec::with_capacity((n - 1) as usize);
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
