@@ -96,6 +96,8 @@ pub(crate) struct Config {
     pub seed: u64,
     /// `None`: 3, or the broker count if smaller.
     pub replication_factor: Option<usize>,
+    /// Idle timeout, frame timeout, connection cap.
+    pub limits: crate::limits::ConnectionLimits,
 }
 
 impl Config {
@@ -146,6 +148,7 @@ impl Default for Config {
             offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,
             seed: 0,
             replication_factor: None,
+            limits: crate::limits::ConnectionLimits::default(),
         }
     }
 }
@@ -219,7 +222,7 @@ impl Shared {
 #[derive(Debug, Default)]
 #[must_use = "a ClusterBuilder does nothing until .start().await"]
 pub struct ClusterBuilder {
-    config: Config,
+    pub(crate) config: Config,
     journal_sink: Option<Sink>,
 }
 
@@ -367,6 +370,13 @@ impl ClusterBuilder {
                 "{} cannot be advertised to clients; give the address they should connect to",
                 config.host
             )));
+        }
+        config.limits.check()?;
+        if !config.host.is_loopback() {
+            tracing::warn!(
+                host = %config.host,
+                "brokers listen on a non-loopback address: anyone who can reach it can use them"
+            );
         }
         let mut listeners = Vec::with_capacity(config.brokers);
         let mut brokers = Vec::with_capacity(config.brokers);

@@ -1,10 +1,31 @@
 //! Kafka's 4-byte length framing over one TCP stream.
 //!
-//! This layer moves bytes: it knows frame boundaries and the maximum frame size, and nothing of
-//! what a frame means. Decoding a frame into a request is [`crate::codec`]'s job.
+//! This layer moves bytes: it knows frame boundaries, the maximum frame size and how long a
+//! frame may take to arrive, and nothing of what a frame means. Decoding a frame into a request
+//! is [`crate::codec`]'s job.
+//!
+//! Memory follows the bytes that arrived, never the size a client announced: an idle
+//! connection holds no read buffer at all, a frame's buffer grows as its bytes come in (at most
+//! doubling what is already there), and a buffer grown for a large frame is given back once
+//! that frame has been taken.
+//!
+//! # Deviations from Apache Kafka
+//! - **Frame timeout.** Once a frame's first bytes have been read, the rest of the frame must
+//!   arrive within [`DEFAULT_FRAME_TIMEOUT`] (60 s; `ClusterBuilder::frame_timeout`), else the
+//!   connection is closed and journaled as a bad request. Kafka has no such limit: a client
+//!   that trickles a frame a byte at a time, or stalls inside one, keeps its connection (and on
+//!   Kafka its receive buffer, allocated whole from the size prefix) until
+//!   `connections.max.idle.ms` passes without a byte. No correct client hits the limit: every
+//!   client gives up on a request long before (the Java client's `request.timeout.ms` is 30 s,
+//!   librdkafka's `socket.timeout.ms` 60 s), and on loopback a 100 MiB frame arrives in well
+//!   under a second. The clock counts only while the reader waits for the frame, not while it
+//!   holds back (backpressure) with the frame's first bytes already read.
+
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
 /// Why a frame could not be read. Every variant closes the connection it came from.
 #[derive(Debug, thiserror::Error)]
@@ -26,14 +47,35 @@ pub enum FrameError {
         /// Bytes the frame (or its size prefix) should have had.
         expected: usize,
     },
+    /// The rest of a frame did not arrive within the frame timeout after its first bytes (a
+    /// kmock limit; see the module's deviations).
+    #[error("frame stalled: {read} of its {expected} bytes arrived within the frame timeout ({limit:?}) after its first bytes")]
+    Stalled {
+        /// Bytes of the frame, with its size prefix, received.
+        read: usize,
+        /// Bytes the frame, with its size prefix, should have had.
+        expected: usize,
+        /// The frame timeout.
+        limit: Duration,
+    },
     /// The socket failed.
     #[error("socket error: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// Bytes a connection reads into one buffer: frames up to this size share a buffer of this size,
-/// a larger frame gets a buffer of about its own size.
+/// How long the rest of a frame may take to arrive once its first bytes are read, by default: a
+/// kmock limit (Kafka has none; see the module's deviations), above every client's own request
+/// timeout.
+pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Bytes a connection's read buffer takes once bytes arrive: frames up to this size share a
+/// buffer of this size; a larger frame gets a buffer of its own size, grown to it as its bytes
+/// arrive.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Bytes read, into the reader's own small array, when no frame is under way: what an idle
+/// connection holds for reading (its read buffer is allocated once bytes arrive).
+const FIRST_READ_BYTES: usize = 256;
 
 /// Reads length-prefixed frames from the read half of a connection.
 #[derive(Debug)]
@@ -41,16 +83,26 @@ pub struct FrameReader<R> {
     stream: R,
     buffer: BytesMut,
     max_frame_bytes: usize,
+    frame_timeout: Duration,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    /// Wraps `stream`; frames over `max_frame_bytes` are refused with [`FrameError::BadLength`].
-    pub fn new(stream: R, max_frame_bytes: usize) -> Self {
+    /// Wraps `stream`; frames over `max_frame_bytes` are refused with [`FrameError::BadLength`],
+    /// a frame whose bytes take longer than `frame_timeout` to arrive after its first bytes with
+    /// [`FrameError::Stalled`]. Nothing is allocated until bytes arrive.
+    pub fn new(stream: R, max_frame_bytes: usize, frame_timeout: Duration) -> Self {
         Self {
             stream,
-            buffer: BytesMut::with_capacity(READ_BUFFER_BYTES),
+            buffer: BytesMut::new(),
             max_frame_bytes,
+            frame_timeout,
         }
+    }
+
+    /// Bytes the read buffer has room for now (what this connection holds for reading).
+    #[cfg(test)]
+    pub fn buffer_capacity(&self) -> usize {
+        self.buffer.capacity()
     }
 
     /// Reads the next whole frame, without its size prefix.
@@ -58,31 +110,80 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// Returns `Ok(None)` when the peer closed the stream cleanly between frames.
     ///
     /// # Errors
-    /// [`FrameError`] for a bad size prefix, a stream that ends inside a frame, or a socket error.
+    /// [`FrameError`] for a bad size prefix, a stream that ends inside a frame, a frame that
+    /// does not arrive within the frame timeout, or a socket error.
     pub async fn read_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
+        // Counted from the first moment this call waits for the rest of a started frame (one of
+        // whose bytes, at least, has arrived).
+        let mut deadline: Option<Instant> = None;
         loop {
-            if let Some(frame) = self.parse_frame()? {
-                return Ok(Some(frame));
+            let wanted = match self.parse_frame()? {
+                Parsed::Frame(frame) => return Ok(Some(frame)),
+                Parsed::Need(wanted) => wanted,
+            };
+            if !self.buffer.is_empty() && deadline.is_none() {
+                deadline = Some(Instant::now() + self.frame_timeout);
             }
-            if self.stream.read_buf(&mut self.buffer).await? == 0 {
+            let read = match deadline {
+                None => self.read_some(wanted).await?,
+                Some(deadline) => {
+                    match tokio::time::timeout_at(deadline, self.read_some(wanted)).await {
+                        Ok(read) => read?,
+                        Err(_) => {
+                            return Err(FrameError::Stalled {
+                                read: self.buffer.len(),
+                                expected: wanted,
+                                limit: self.frame_timeout,
+                            })
+                        }
+                    }
+                }
+            };
+            if read == 0 {
                 if self.buffer.is_empty() {
                     return Ok(None);
                 }
-                let expected = match self.buffer.len() {
-                    n if n < 4 => 4,
-                    _ => 4 + (&self.buffer[..4]).get_i32() as usize,
-                };
                 return Err(FrameError::Truncated {
                     read: self.buffer.len(),
-                    expected,
+                    expected: wanted,
                 });
             }
         }
     }
 
-    fn parse_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
+    /// Reads what has arrived of a frame (with its prefix) of `wanted` bytes: into a small
+    /// array when the buffer is empty (so a connection waiting between frames holds no
+    /// buffer), else into the buffer, which takes [`READ_BUFFER_BYTES`] and then grows by at
+    /// most what it holds already, up to the end of the frame: never to a claimed size at once.
+    /// Returns the bytes read.
+    async fn read_some(&mut self, wanted: usize) -> std::io::Result<usize> {
+        if self.buffer.is_empty() {
+            let mut first = [0u8; FIRST_READ_BYTES];
+            let read = self.stream.read(&mut first).await?;
+            if read > 0 {
+                self.buffer = BytesMut::with_capacity(READ_BUFFER_BYTES);
+                self.buffer.extend_from_slice(&first[..read]);
+            }
+            return Ok(read);
+        }
+        let len = self.buffer.len();
+        if self.buffer.capacity() == len {
+            // A buffer of exactly this size (`reserve` could round up, or keep a larger shared
+            // allocation alive), so a large frame's records are stored in one of their size.
+            let step = len
+                .max(READ_BUFFER_BYTES)
+                .min(wanted.saturating_sub(len).max(1));
+            let mut grown = BytesMut::with_capacity(len + step);
+            grown.extend_from_slice(&self.buffer);
+            self.buffer = grown;
+        }
+        self.stream.read_buf(&mut self.buffer).await
+    }
+
+    /// The next frame if it is whole, else the bytes a frame with its prefix needs.
+    fn parse_frame(&mut self) -> Result<Parsed, FrameError> {
         if self.buffer.len() < 4 {
-            return Ok(None);
+            return Ok(Parsed::Need(4));
         }
         let size = (&self.buffer[..4]).get_i32();
         let len = usize::try_from(size)
@@ -93,12 +194,24 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 max: self.max_frame_bytes,
             })?;
         if self.buffer.len() < 4 + len {
-            self.buffer.reserve(4 + len - self.buffer.len());
-            return Ok(None);
+            return Ok(Parsed::Need(4 + len));
         }
         self.buffer.advance(4);
-        Ok(Some(self.buffer.split_to(len).freeze()))
+        let frame = self.buffer.split_to(len).freeze();
+        if self.buffer.is_empty() {
+            // Nothing of the next frame yet: hold no buffer until it comes.
+            self.buffer = BytesMut::new();
+        }
+        Ok(Parsed::Frame(frame))
     }
+}
+
+/// What the buffer holds.
+enum Parsed {
+    /// A whole frame, without its size prefix.
+    Frame(Bytes),
+    /// Not yet a whole frame: the bytes the frame needs, with its prefix.
+    Need(usize),
 }
 
 /// Writes one frame: the 4-byte big-endian size, then `frame`.
@@ -111,7 +224,94 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
 ) -> std::io::Result<()> {
     let size = u32::try_from(frame.len())
         .map_err(|_| std::io::Error::other("response frame larger than 4 GiB"))?;
-    stream.write_all(&size.to_be_bytes()).await?;
-    stream.write_all(frame).await?;
+    // One vectored write, so the prefix and the frame leave in one segment without a buffer.
+    let prefix = size.to_be_bytes();
+    let mut both = Buf::chain(&prefix[..], frame);
+    stream.write_all_buf(&mut both).await?;
     stream.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    const MAX: usize = 100 * 1024 * 1024;
+
+    /// A reader over a pipe already holding `bytes`, with the pipe's other end kept open.
+    async fn reader_with(
+        bytes: &[u8],
+    ) -> (
+        FrameReader<tokio::io::DuplexStream>,
+        tokio::io::DuplexStream,
+    ) {
+        let (mut client, server) = tokio::io::duplex(2 * 1024 * 1024);
+        client.write_all(bytes).await.unwrap();
+        (
+            FrameReader::new(server, MAX, Duration::from_secs(1)),
+            client,
+        )
+    }
+
+    fn prefix(len: usize) -> Vec<u8> {
+        (len as u32).to_be_bytes().to_vec()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claimed_size_reserves_nothing_and_a_stalled_frame_times_out() {
+        let mut bytes = prefix(99 * 1024 * 1024);
+        bytes.extend([1u8; 1024]);
+        let (mut reader, _client) = reader_with(&bytes).await;
+        let e = reader.read_frame().await.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FrameError::Stalled {
+                    read: 1028,
+                    expected: 103_809_028,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(reader.buffer_capacity(), READ_BUFFER_BYTES);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_frame_grows_the_buffer_with_what_arrived_only() {
+        let arrived = 600 * 1024;
+        let mut bytes = prefix(5 * 1024 * 1024);
+        bytes.extend(vec![2u8; arrived - 4]);
+        let (mut reader, _client) = reader_with(&bytes).await;
+        assert!(matches!(
+            reader.read_frame().await,
+            Err(FrameError::Stalled { .. })
+        ));
+        let capacity = reader.buffer_capacity();
+        assert!(
+            (arrived..=2 * arrived).contains(&capacity),
+            "a buffer of {capacity} bytes for {arrived} arrived"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_frame_grown_into_comes_whole_and_leaves_no_buffer_behind() {
+        let len = 300 * 1024;
+        let mut bytes = prefix(len);
+        bytes.extend((0..len).map(|i| i as u8));
+        bytes.extend(prefix(3));
+        bytes.extend([9, 9, 9]);
+        let (mut reader, _client) = reader_with(&bytes).await;
+        let frame = reader.read_frame().await.unwrap().unwrap();
+        assert_eq!(frame.len(), len);
+        assert!(frame.iter().enumerate().all(|(i, b)| *b == i as u8));
+        let small = reader.read_frame().await.unwrap().unwrap();
+        assert_eq!(&small[..], &[9, 9, 9]);
+        assert_eq!(
+            reader.buffer_capacity(),
+            0,
+            "an idle reader holds no buffer"
+        );
+    }
 }

@@ -47,6 +47,7 @@ mod error;
 mod faults;
 mod handlers;
 pub mod journal;
+pub mod limits;
 pub mod scenario;
 pub mod schedule;
 mod server;

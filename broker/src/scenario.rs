@@ -11,6 +11,9 @@
 //! default_partitions: 1     # default 1
 //! replication_factor: 3     # replicas of new topics' partitions (default 3, or fewer brokers)
 //! journal_capacity: 1000000 # default 1,000,000 entries
+//! connections_max_idle: 10m # Kafka's connections.max.idle.ms (default 10m)
+//! max_connections: 1000     # Kafka's max.connections, per broker (default unlimited)
+//! control_token: s3cret     # kmock serve's control API requires `Authorization: Bearer s3cret`
 //! topics:
 //!   - { name: orders, partitions: 6 }
 //! rules:
@@ -67,6 +70,13 @@ pub struct Scenario {
     pub replication_factor: Option<usize>,
     /// Journal entries kept in memory.
     pub journal_capacity: Option<usize>,
+    /// Kafka's `connections.max.idle.ms`.
+    #[serde(default, with = "humantime_serde_opt")]
+    pub connections_max_idle: Option<Duration>,
+    /// Kafka's `max.connections`, per broker.
+    pub max_connections: Option<usize>,
+    /// The bearer token `kmock serve`'s control API requires.
+    pub control_token: Option<String>,
     /// Topics created at start.
     #[serde(default)]
     pub topics: Vec<TopicSpec>,
@@ -208,6 +218,12 @@ impl Scenario {
         }
         if let Some(n) = self.journal_capacity {
             b = b.journal_capacity(n);
+        }
+        if let Some(idle) = self.connections_max_idle {
+            b = b.connections_max_idle(Some(idle));
+        }
+        if let Some(max) = self.max_connections {
+            b = b.max_connections(Some(max));
         }
         for t in &self.topics {
             b = b.topic(&t.name, t.partitions);

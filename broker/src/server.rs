@@ -7,12 +7,13 @@
 //! answer before taking the next (Kafka's guarantee that responses on a connection come back in
 //! request order), then completes the journal entry. Connections are independent of each other.
 //! A frame that cannot be read or decoded is journaled as a bad request and closes its
-//! connection only.
+//! connection only. The connection limits ([`crate::limits`]) close a connection idle past
+//! `connections.max.idle.ms`, one beyond the broker's `max.connections`, and one whose frame
+//! stalls; a warning says which.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::io::BufWriter;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +27,7 @@ use crate::faults::{self, Fired};
 use crate::handlers::{self, Answer, Ctx};
 use crate::journal::summary::{self, RequestSummary, ResponseSummary};
 use crate::journal::{Arrival, Entry};
+use crate::limits::{Activity, ConnectionCount, Slot, Stamped};
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 
@@ -45,6 +47,8 @@ pub(crate) async fn serve(
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
+    let count = ConnectionCount::default();
+    let max_connections = shared.config.limits.max_connections;
     loop {
         let accepted = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -52,8 +56,22 @@ pub(crate) async fn serve(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let slot = match count.admit(max_connections) {
+                    Ok(slot) => slot,
+                    Err(open) => {
+                        // Kafka's max.connections.per.ip answer: the newest connection goes.
+                        tracing::warn!(
+                            broker = node_id,
+                            %peer,
+                            "closing new connection: {open} connections are open, the broker's max.connections"
+                        );
+                        drop(stream);
+                        continue;
+                    }
+                };
                 tracker.spawn(run_connection(
                     stream,
+                    slot,
                     peer,
                     node_id,
                     Arc::clone(&shared),
@@ -72,6 +90,7 @@ pub(crate) async fn serve(
 
 async fn run_connection(
     stream: TcpStream,
+    _slot: Slot,
     peer: SocketAddr,
     node_id: i32,
     shared: Arc<Shared>,
@@ -82,7 +101,9 @@ async fn run_connection(
     let _ = stream.set_nodelay(true);
     tracing::debug!(parent: &span, "connection opened");
     let (read_half, write_half) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<(u64, Decoded, u32, Fired)>(READ_AHEAD);
+    // Boxed: the channel allocates its slots in blocks of 32 up front, which every idle
+    // connection would hold at the size of a request.
+    let (tx, mut rx) = mpsc::channel::<Box<(u64, Decoded, u32, Fired)>>(READ_AHEAD);
     let read_ahead = Semaphore::new(READ_AHEAD_BYTES);
     let arrival = Arrival {
         broker: node_id,
@@ -90,9 +111,30 @@ async fn run_connection(
         peer,
     };
     let journal = &shared.journal;
+    let limits = shared.config.limits;
+    let activity = Activity::new();
+
+    // Kafka's connections.max.idle.ms: no byte either way for that long closes the connection.
+    let idle = async {
+        tokio::select! {
+            () = close.cancelled() => {}
+            () = activity.idle_for(limits.connections_max_idle) => {
+                tracing::warn!(
+                    parent: &span,
+                    "closing connection: idle for {:?} (connections.max.idle.ms)",
+                    limits.connections_max_idle.unwrap_or_default()
+                );
+                close.cancel();
+            }
+        }
+    };
 
     let reader = async {
-        let mut frames = FrameReader::new(read_half, shared.config.max_frame_bytes);
+        let mut frames = FrameReader::new(
+            Stamped::new(read_half, &activity),
+            shared.config.max_frame_bytes,
+            limits.frame_timeout,
+        );
         loop {
             let frame = tokio::select! {
                 () = close.cancelled() => break,
@@ -146,7 +188,7 @@ async fn run_connection(
                                 permit.forget();
                                 tokio::select! {
                                     () = close.cancelled() => false,
-                                    sent = tx.send((seq, decoded, cost, fired)) => sent.is_ok(),
+                                    sent = tx.send(Box::new((seq, decoded, cost, fired))) => sent.is_ok(),
                                 }
                             }
                             Err(_) => false,
@@ -177,7 +219,7 @@ async fn run_connection(
     };
 
     let processor = async {
-        let mut writer = BufWriter::new(write_half);
+        let mut writer = Stamped::new(write_half, &activity);
         let ctx = Ctx {
             shared: &shared,
             node_id,
@@ -188,14 +230,15 @@ async fn run_connection(
             let (seq, decoded, cost, fired) = tokio::select! {
                 () = close.cancelled() => break,
                 next = rx.recv() => match next {
-                    Some(next) => next,
+                    Some(next) => *next,
                     None => break,
                 },
             };
             read_ahead.add_permits(cost as usize);
             let answer = tokio::select! {
                 () = close.cancelled() => Outcome::Close("shutting down".into()),
-                outcome = answer(&ctx, decoded, &fired) => outcome,
+                // Boxed: a handler's state lives only while it runs, not in every connection.
+                outcome = Box::pin(answer(&ctx, decoded, &fired)) => outcome,
             };
             let answer = match answer {
                 Outcome::Write(api, version, correlation_id, body) => {
@@ -249,9 +292,10 @@ async fn run_connection(
         close.cancel();
     };
 
-    tokio::join!(reader, processor);
+    tokio::join!(reader, processor, idle);
     // Requests read but never handled: complete their entries, unanswered.
-    while let Ok((seq, ..)) = rx.try_recv() {
+    while let Ok(queued) = rx.try_recv() {
+        let (seq, ..) = *queued;
         journal.finish(seq, |_| {});
     }
     tracing::debug!(parent: &span, "connection closed");

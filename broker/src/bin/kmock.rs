@@ -79,10 +79,32 @@ struct Serve {
     /// Port of the HTTP control API; 0 picks a free one. Never a broker's port.
     #[arg(long, default_value_t = 0)]
     control_port: u16,
+    /// Bearer token every control API request must carry (`Authorization: Bearer TOKEN`);
+    /// overrides the scenario's `control_token`. Default: none (loopback and same-origin
+    /// checks only).
+    #[arg(long, value_name = "TOKEN")]
+    control_token: Option<String>,
+    /// Close a connection with no byte read or written for this long (Kafka's
+    /// connections.max.idle.ms; e.g. 10m, 30s). Default 10m; overrides the scenario's.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    connections_max_idle: Option<std::time::Duration>,
+    /// Open connections per broker beyond which the newest is closed (Kafka's
+    /// max.connections). Default unlimited; overrides the scenario's.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
     /// Print the start-up line as one JSON object, `{"bootstrap", "control", "brokers"}`,
     /// instead of the `bootstrap:` and `control:` lines.
     #[arg(long)]
     print_json: bool,
+}
+
+fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
+    let d = humantime::parse_duration(s)
+        .with_context(|| format!("{s:?} is not a duration such as 10m or 30s"))?;
+    if d.is_zero() {
+        bail!("a duration of zero would close every connection at once");
+    }
+    Ok(d)
 }
 
 fn parse_topic(s: &str) -> anyhow::Result<(String, i32)> {
@@ -183,6 +205,12 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
             builder
         }
     };
+    if let Some(idle) = args.connections_max_idle {
+        builder = builder.connections_max_idle(Some(idle));
+    }
+    if let Some(max) = args.max_connections {
+        builder = builder.max_connections(Some(max));
+    }
     if let Some(path) = &args.journal {
         let file = std::fs::File::create(path)
             .with_context(|| format!("cannot create journal file {}", path.display()))?;
@@ -191,7 +219,12 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
     let mut stop = StopSignals::new()?;
     let cluster = builder.start().await?;
     let control_addr = std::net::SocketAddr::new(args.control_host, args.control_port);
-    let control = kmock::control::ControlApi::start(cluster.clone(), control_addr).await?;
+    let token = args
+        .control_token
+        .clone()
+        .or_else(|| scenario.as_ref().and_then(|s| s.control_token.clone()));
+    let control =
+        kmock::control::ControlApi::start_with_token(cluster.clone(), control_addr, token).await?;
     let checks = match &scenario {
         Some(scenario) => {
             for rule in scenario.rules()? {

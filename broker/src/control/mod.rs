@@ -15,19 +15,23 @@
 //! | `POST /reset` | clears journal, logs, groups and producer state; keeps listeners, ports |
 //!
 //! Every error is `{"error": "…"}` with a 4xx status: 400 for a bad body or query (nothing is
-//! applied), 404 for an unknown path or id, 405 for a wrong method, 409 for a conflict, 415
-//! for a body that is neither JSON nor YAML. The reference with `curl` examples is
+//! applied), 401 for a missing or wrong token, 403 for a foreign `Host` or `Origin`, 404 for an
+//! unknown path or id, 405 for a wrong method, 409 for a conflict, 415 for a body that is
+//! neither JSON nor YAML (or has no `Content-Type`). Who may call it at all is `guard`'s
+//! business, one layer in front of every endpoint. The reference with `curl` examples is
 //! `CONTROL_API.md` at the repository root.
 
 mod body;
 mod check;
 mod cluster_ops;
 mod error;
+mod guard;
 mod journal;
 mod rules;
 mod topics;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -72,12 +76,30 @@ pub struct ControlApi {
 }
 
 impl ControlApi {
-    /// Binds `addr` and serves the control API of `cluster`.
+    /// Binds `addr` and serves the control API of `cluster`, to requests whose `Host` is that
+    /// address and that come from no foreign `Origin` (see the module docs), without a token.
     ///
     /// # Errors
     /// [`Error::Config`] when `addr`'s port is a broker's (the control API never shares a port
     /// with a Kafka listener); [`Error::Bind`] when it cannot be bound.
     pub async fn start(cluster: Cluster, addr: SocketAddr) -> Result<Self, Error> {
+        Self::start_with_token(cluster, addr, None).await
+    }
+
+    /// As [`ControlApi::start`], and when `token` is given every request must carry
+    /// `Authorization: Bearer TOKEN` (401 otherwise). Warns on stderr when `addr` is not
+    /// loopback.
+    ///
+    /// # Errors
+    /// As [`ControlApi::start`]; [`Error::Config`] for an empty token.
+    pub async fn start_with_token(
+        cluster: Cluster,
+        addr: SocketAddr,
+        token: Option<String>,
+    ) -> Result<Self, Error> {
+        if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(Error::Config("the control token is empty".into()));
+        }
         if let Some(broker) = cluster
             .brokers()
             .iter()
@@ -95,11 +117,21 @@ impl ControlApi {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { addr, source })?;
+        if !addr.ip().is_loopback() {
+            tracing::warn!(
+                %addr,
+                token = token.is_some(),
+                "the control API listens on a non-loopback address: anyone who can reach it can reset the cluster, stop brokers and read the journal{}",
+                if token.is_some() { "" } else { " (no --control-token is set)" }
+            );
+        }
         let stop = CancellationToken::new();
+        let access = Arc::new(guard::Access { addr, token });
         let app = routes(Control {
             cluster,
             stop: stop.clone(),
-        });
+        })
+        .layer(axum::middleware::from_fn_with_state(access, guard::guard));
         let until = stop.clone().cancelled_owned();
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app)

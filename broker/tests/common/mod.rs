@@ -247,6 +247,12 @@ impl Answer {
 /// `curl -X METHOD URL`, with `body` as `(content type, text)` if given; any status counts as
 /// an answer, a failure to connect panics.
 pub fn http(method: &str, url: &str, body: Option<(&str, &str)>) -> Answer {
+    http_with(method, url, &[], body)
+}
+
+/// As [`http`], with extra `headers` (`"Name: value"`; `"Name:"` removes one curl would send,
+/// and a `Content-Type` of `""` in `body` sends the body without one).
+pub fn http_with(method: &str, url: &str, headers: &[&str], body: Option<(&str, &str)>) -> Answer {
     let mut args = vec![
         "-sS",
         "--max-time",
@@ -259,7 +265,15 @@ pub fn http(method: &str, url: &str, body: Option<(&str, &str)>) -> Answer {
     let content_type;
     if let Some((kind, _)) = body {
         content_type = format!("Content-Type: {kind}");
-        args.extend(["-H", &content_type, "--data-binary", "@-"]);
+        let content_type = if kind.is_empty() {
+            "Content-Type:"
+        } else {
+            &content_type
+        };
+        args.extend(["-H", content_type, "--data-binary", "@-"]);
+    }
+    for header in headers {
+        args.extend(["-H", header]);
     }
     args.push(url);
     let mut child = Command::new(CURL)
