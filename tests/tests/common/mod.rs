@@ -67,3 +67,8 @@ pub fn broker_addr(cluster: &Cluster, node_id: i32) -> SocketAddr {
 pub async fn connect_to(cluster: &Cluster, node_id: i32) -> Result<Client> {
     Ok(Client::connect(broker_addr(cluster, node_id)).await?)
 }
+
+pub mod excerpt;
+pub mod groups;
+pub mod jsonl;
+pub mod member;
