@@ -68,7 +68,9 @@ pub async fn connect_to(cluster: &Cluster, node_id: i32) -> Result<Client> {
     Ok(Client::connect(broker_addr(cluster, node_id)).await?)
 }
 
+pub mod classic_group;
 pub mod excerpt;
 pub mod groups;
 pub mod jsonl;
 pub mod member;
+pub mod requests;
