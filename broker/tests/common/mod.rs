@@ -16,11 +16,11 @@ use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
 use kmock::journal::read_jsonl;
 use kmock::Entry;
 
-/// Debian's kcat, installed by `.ci/run`.
-pub const KCAT: &str = "/usr/bin/kcat";
+/// kcat, found on PATH (`.ci/run` installs it when PATH has none).
+pub const KCAT: &str = "kcat";
 
-/// Debian's curl, installed by `.ci/run`.
-pub const CURL: &str = "/usr/bin/curl";
+/// curl, found on PATH (`.ci/run` installs it when PATH has none).
+pub const CURL: &str = "curl";
 
 /// A running `kmock serve`, killed when dropped so that a failing test leaves nothing behind.
 pub struct Server {
