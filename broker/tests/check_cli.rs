@@ -107,6 +107,9 @@ const JOURNAL_KINDS: [&str; 9] = [
 /// (a correct kmock never stores what they catch, so they stay clean).
 const LOG_KINDS: [&str; 3] = ["duplicate-write", "out-of-order-write", "lost-write"];
 
+/// `(producer epoch, first sequence, record count)` of an idempotent batch.
+type Batch = (i16, i32, usize);
+
 /// Puts one violation of each of [`JOURNAL_KINDS`] on the wire, through a cluster that writes
 /// its journal to `file` and serves its control API: returns both (shut them down).
 async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, ControlApi) {
@@ -166,7 +169,7 @@ async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, Control
         .await
         .unwrap();
     // The sequence checks, one partition each (producer 7): `(epoch, first, count)` batches.
-    let cases: [(i32, &[(i16, i32, usize)]); 5] = [
+    let cases: [(i32, &[Batch]); 5] = [
         (2, &[(0, 0, 5), (0, 7, 1)]),  // sequence-gap
         (3, &[(0, 10, 5), (0, 0, 5)]), // sequence-reorder
         (4, &[(0, 0, 5), (0, 2, 5)]),  // sequence-overlap
