@@ -1,14 +1,20 @@
 //! `kmock check JOURNAL.jsonl` gives the same verdict offline as the in-process checks, with
 //! exit status 0 (clean), 1 (violations) or 2 (unreadable input).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use kmock::{Checks, Cluster, Report};
+use kmock::control::ControlApi;
+use kmock::{ApiKey, Checks, Cluster, Report, Rule};
 use kmock_client::Client;
 
 mod common;
 
-use common::{commit_request, kmock_check};
+use common::{
+    commit_request, http, idempotent_produce, join_request, kmock_check, member_commit_request,
+    sync_request, JournalFile,
+};
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("kmock-check-{}-{name}", std::process::id()))
@@ -82,4 +88,218 @@ fn an_unreadable_journal_exits_2_naming_the_line() {
     assert_eq!(code, 2);
     assert!(stderr.contains("unknown check"), "{stderr}");
     std::fs::remove_file(path).unwrap();
+}
+
+/// The checks a journal alone can run, each of which the traffic of
+/// [`a_journal_with_every_violation`] trips once.
+const JOURNAL_KINDS: [&str; 9] = [
+    "offset-commit-regression",
+    "commit-for-unassigned-partition",
+    "stale-generation-commit",
+    "sequence-gap",
+    "sequence-reorder",
+    "sequence-overlap",
+    "epoch-not-reset",
+    "epoch-regression",
+    "inflight-exceeded",
+];
+/// The checks that need the partition logs: `kmock check` skips them, `POST /check` runs them
+/// (a correct kmock never stores what they catch, so they stay clean).
+const LOG_KINDS: [&str; 3] = ["duplicate-write", "out-of-order-write", "lost-write"];
+
+/// `(producer epoch, first sequence, record count)` of an idempotent batch.
+type Batch = (i16, i32, usize);
+
+/// Puts one violation of each of [`JOURNAL_KINDS`] on the wire, through a cluster that writes
+/// its journal to `file` and serves its control API: returns both (shut them down).
+async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, ControlApi) {
+    let cluster = Cluster::builder()
+        .topic("t", 8)
+        .auto_create_topics(false)
+        .journal_jsonl(std::fs::File::create(file.path()).unwrap())
+        .start()
+        .await
+        .unwrap();
+    let api = ControlApi::start(cluster.clone(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = cluster.brokers()[0].addr;
+    let (a, b) = (
+        Client::connect(addr).await.unwrap(),
+        Client::connect(addr).await.unwrap(),
+    );
+    // offset-commit-regression: t-0 committed 12, then 11, from outside group management.
+    for offset in [12, 11] {
+        a.send(commit_request("billing", "t", offset), 8)
+            .await
+            .unwrap();
+    }
+    // commit-for-unassigned-partition: member m of g holds t-1 and commits t-2.
+    let joined = a.send(join_request("g", ""), 3).await.unwrap();
+    assert_eq!(joined.error_code, 0, "JoinGroup");
+    let (generation, m) = (joined.generation_id, joined.member_id.to_string());
+    let synced = a
+        .send(
+            sync_request("g", generation, &m, "t", &[(m.as_str(), &[1][..])]),
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(synced.error_code, 0, "SyncGroup");
+    a.send(member_commit_request("g", generation, &m, "t", 2, 5), 8)
+        .await
+        .unwrap();
+    // stale-generation-commit: a second member joins (its JoinGroup waits), m rejoins, and m
+    // then commits in the generation before.
+    let (rejoined, _) = tokio::join!(
+        async {
+            cluster
+                .wait_for(
+                    |e| e.is("JoinGroup") && e.response.is_none(),
+                    Duration::from_secs(10),
+                )
+                .await
+                .unwrap();
+            a.send(join_request("g", &m), 3).await.unwrap()
+        },
+        b.send(join_request("g", ""), 3)
+    );
+    assert_eq!(rejoined.generation_id, generation + 1, "the rebalance");
+    a.send(member_commit_request("g", generation, &m, "t", 1, 6), 8)
+        .await
+        .unwrap();
+    // The sequence checks, one partition each (producer 7): `(epoch, first, count)` batches.
+    let cases: [(i32, &[Batch]); 5] = [
+        (2, &[(0, 0, 5), (0, 7, 1)]),  // sequence-gap
+        (3, &[(0, 10, 5), (0, 0, 5)]), // sequence-reorder
+        (4, &[(0, 0, 5), (0, 2, 5)]),  // sequence-overlap
+        (5, &[(0, 0, 5), (1, 3, 1)]),  // epoch-not-reset
+        (6, &[(1, 0, 5), (0, 5, 1)]),  // epoch-regression
+    ];
+    for (partition, batches) in cases {
+        for &(epoch, first, count) in batches {
+            a.send(
+                idempotent_produce("t", partition, 7, epoch, first, count),
+                9,
+            )
+            .await
+            .unwrap();
+        }
+    }
+    // inflight-exceeded (at a limit of 2): three batches of producer 8 pipelined on one
+    // connection, each held 100 ms by a rule taken out of force afterwards.
+    let hold = cluster
+        .add_rule(
+            Rule::on(ApiKey::Produce)
+                .partition(7)
+                .delay(Duration::from_millis(100)),
+        )
+        .unwrap();
+    let sends = (0..3).map(|i| b.send(idempotent_produce("t", 7, 8, 0, i, 1), 9));
+    for answer in futures::future::join_all(sends).await {
+        assert_eq!(
+            answer.unwrap().responses[0].partition_responses[0].error_code,
+            0
+        );
+    }
+    assert!(hold.remove(), "the rule was in force");
+    (cluster, api)
+}
+
+/// `(kind, key)` of each violation of `report`, sorted.
+fn named(report: &Report) -> Vec<(String, String)> {
+    let mut named: Vec<_> = report
+        .violations
+        .iter()
+        .map(|v| (v.kind.clone(), v.key.clone()))
+        .collect();
+    named.sort();
+    named
+}
+
+/// `kmock check` (offline, over the JSON Lines file) and `POST /check` (in process, with the
+/// logs) name the same violations, one of each journal check, with the same options; with its
+/// default in-flight limit (5) `kmock check` does not name the three requests outstanding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
+    let file = JournalFile::new("every-check");
+    let (cluster, api) = a_journal_with_every_violation(&file).await;
+
+    let (code, stdout, stderr) =
+        kmock_check(&[file.path(), "--format", "json", "--max-in-flight", "2"]);
+    assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
+    let offline: Report = serde_json::from_str(&stdout).unwrap();
+    let kinds: BTreeSet<&str> = offline.violations.iter().map(|v| v.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        JOURNAL_KINDS.into_iter().collect(),
+        "one violation of each journal check:\n{offline}"
+    );
+    assert_eq!(offline.violations.len(), JOURNAL_KINDS.len(), "{offline}");
+    for log_kind in LOG_KINDS {
+        assert!(
+            offline.skipped.iter().any(|s| s.starts_with(log_kind)),
+            "kmock check says it skipped {log_kind}: {:?}",
+            offline.skipped
+        );
+    }
+
+    let answer = http(
+        "POST",
+        &format!("{}/check", api.url()),
+        Some(("application/json", r#"{"max_in_flight": 2}"#)),
+    );
+    let over_http: Report = serde_json::from_value(answer.expect(200)).unwrap();
+    assert_eq!(named(&over_http), named(&offline), "{over_http}");
+    assert_eq!(
+        over_http.violations, offline.violations,
+        "the same entries and messages"
+    );
+    for log_kind in LOG_KINDS {
+        assert!(
+            over_http.checks.iter().any(|c| c == log_kind),
+            "POST /check ran {log_kind}: {:?}",
+            over_http.checks
+        );
+    }
+
+    // The default limit, 5, lets three requests in flight through.
+    let (_, stdout, _) = kmock_check(&[file.path(), "--format", "json"]);
+    let default_limit: Report = serde_json::from_str(&stdout).unwrap();
+    let kinds: BTreeSet<&str> = default_limit
+        .violations
+        .iter()
+        .map(|v| v.kind.as_str())
+        .collect();
+    let mut expected: BTreeSet<&str> = JOURNAL_KINDS.into_iter().collect();
+    expected.remove("inflight-exceeded");
+    assert_eq!(kinds, expected, "{default_limit}");
+
+    // Each check alone, through both, names only its own violation.
+    for kind in JOURNAL_KINDS {
+        let (code, stdout, _) = kmock_check(&[
+            file.path(),
+            "--format",
+            "json",
+            "--max-in-flight",
+            "2",
+            "--check",
+            kind,
+        ]);
+        assert_eq!(code, 1, "{kind}: {stdout}");
+        let alone: Report = serde_json::from_str(&stdout).unwrap();
+        let body = format!(r#"{{"checks": ["{kind}"], "max_in_flight": 2}}"#);
+        let answer = http(
+            "POST",
+            &format!("{}/check", api.url()),
+            Some(("application/json", &body)),
+        );
+        let alone_http: Report = serde_json::from_value(answer.expect(200)).unwrap();
+        for report in [&alone, &alone_http] {
+            let kinds: Vec<&str> = report.violations.iter().map(|v| v.kind.as_str()).collect();
+            assert_eq!(kinds, [kind], "{kind} alone:\n{report}");
+        }
+    }
+    api.shutdown().await;
+    cluster.shutdown().await;
 }

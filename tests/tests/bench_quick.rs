@@ -2,7 +2,13 @@
 //! (the `kmock` binary, librdkafka's mock cluster, franz-go's kfake built with Go). Speed is not
 //! checked here: BENCHMARKS.md reports it. What is checked is that every figure came out with a
 //! number for every peer that can run it, and that no connection of the scale figure failed.
+//!
+//! It measures the `kmock` binary cargo built for this test run: `cargo test --workspace` builds
+//! it next to this test's own directory (`target/<profile>/kmock`, since the kmock package has
+//! integration tests), so no cargo runs inside the test. Only when that binary is missing
+//! (`cargo test -p kmock-tests` in a fresh target directory) does kmock-bench build it.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
@@ -11,12 +17,12 @@ use serde_json::Value;
 fn kmock_bench_quick_runs_every_figure_against_every_peer() {
     let json_path =
         std::env::temp_dir().join(format!("kmock-bench-quick-{}.json", std::process::id()));
-    let output = Command::new(env!("CARGO_BIN_EXE_kmock-bench"))
-        .arg("--quick")
-        .arg("--json")
-        .arg(&json_path)
-        .output()
-        .expect("kmock-bench starts");
+    let mut bench = Command::new(env!("CARGO_BIN_EXE_kmock-bench"));
+    bench.arg("--quick").arg("--json").arg(&json_path);
+    if let Some(kmock) = built_kmock() {
+        bench.arg("--kmock-bin").arg(kmock);
+    }
+    let output = bench.output().expect("kmock-bench starts");
     let json = std::fs::read_to_string(&json_path);
     let _ = std::fs::remove_file(&json_path);
     assert!(
@@ -63,4 +69,13 @@ fn kmock_bench_quick_runs_every_figure_against_every_peer() {
             );
         }
     }
+}
+
+/// The `kmock` binary of this test run's profile: `target/<profile>/kmock`, the directory above
+/// this test executable's (`target/<profile>/deps/bench_quick-…`), if cargo built it there.
+fn built_kmock() -> Option<PathBuf> {
+    let this = std::env::current_exe().ok()?;
+    let profile_dir = this.parent()?.parent()?;
+    let kmock = profile_dir.join(format!("kmock{}", std::env::consts::EXE_SUFFIX));
+    kmock.is_file().then_some(kmock)
 }

@@ -6,11 +6,9 @@ mod common;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
+use common::requests::offset_commit;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{GroupId, OffsetCommitRequest, ProduceRequest};
+use kafka_protocol::messages::{OffsetCommitRequest, ProduceRequest};
 use kafka_protocol::records::{Compression, Record};
 use kmock::{ApiKey, Checks, Cluster, Report, Rule};
 use kmock_client::{encode_batch, record, Client};
@@ -23,20 +21,7 @@ async fn setup() -> (Cluster, Client) {
 
 /// A commit from outside group management of `(partition, offset)`s of topic t.
 fn commit(offsets: &[(i32, i64)]) -> OffsetCommitRequest {
-    let partitions = offsets
-        .iter()
-        .map(|&(p, o)| {
-            OffsetCommitRequestPartition::default()
-                .with_partition_index(p)
-                .with_committed_offset(o)
-        })
-        .collect();
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId(common::text("billing")))
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(common::name("t"))
-            .with_partitions(partitions)])
+    offset_commit("billing", -1, "", "t", offsets)
 }
 
 /// An idempotent batch of `count` records from producer 7 at `epoch`, from `first`.
@@ -128,16 +113,24 @@ async fn sequence_kinds(batches: &[Batch]) -> (Report, Vec<String>) {
 
 #[tokio::test]
 async fn each_produce_sequence_violation_is_named() {
-    let cases: [(&[Batch], &[&str]); 7] = [
+    let cases: [(&[Batch], &[&str]); 11] = [
         (&[(0, 0, 5), (0, 5, 5), (0, 0, 5)], &[]), // in order, then a retry of the first batch
         (&[(0, 0, 5), (0, 7, 1)], &["sequence-gap"]),
         (&[(0, 0, 5), (0, 2, 5)], &["sequence-overlap"]),
         // No state: 10.. is taken; then 0.. is behind it (Kafka answers 45, not stored).
         (&[(0, 10, 5), (0, 0, 5)], &["sequence-reorder"]),
-        // A refused batch does not count as sent: 5.. after a refused 10.. is in order.
+        // Its counterpart: 0.. then 10.. is a gap, and the 5.. that fills it is in order, not
+        // behind (a refused batch does not count as sent).
         (&[(0, 0, 5), (0, 10, 5), (0, 5, 5)], &["sequence-gap"]),
+        // Behind the next expected sequence but a retry of a stored batch: not a reorder.
+        (&[(0, 0, 5), (0, 5, 5), (0, 5, 5)], &[]),
         (&[(0, 0, 5), (1, 3, 1)], &["epoch-not-reset"]),
+        // Its counterpart: a correct epoch bump starts the new epoch at sequence 0.
+        (&[(0, 0, 5), (1, 0, 5), (1, 5, 1)], &[]),
         (&[(1, 0, 5), (0, 5, 1)], &["epoch-regression"]),
+        // Its counterparts: the epoch staying, and going up (from 0).
+        (&[(1, 0, 5), (1, 5, 1)], &[]),
+        (&[(0, 0, 5), (2, 0, 1)], &[]),
     ];
     for (batches, expected) in cases {
         let (report, kinds) = sequence_kinds(batches).await;
@@ -198,69 +191,32 @@ async fn assert_clean_panics_listing_the_violations() {
 }
 
 mod group {
-    //! Group traffic scripted over the wire: join, sync, commit.
-    use bytes::{BufMut, Bytes, BytesMut};
-    use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
-    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-    use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
-    use kafka_protocol::messages::{
-        ConsumerProtocolAssignment, GroupId, JoinGroupRequest, SyncGroupRequest,
-    };
-    use kafka_protocol::protocol::{Encodable, StrBytes};
+    //! Group traffic scripted over the wire: join and sync (v3) of group "g".
+    use bytes::Bytes;
     use kmock_client::Client;
 
-    use super::common::{name, text};
+    use super::common::requests::{assignment, join_group, sync_group};
 
     /// JoinGroup v3 (no MEMBER_ID_REQUIRED): `(generation, member id)`.
     pub async fn join(client: &Client, member_id: &str) -> (i32, String) {
-        let request = JoinGroupRequest::default()
-            .with_group_id(GroupId(text("g")))
-            .with_session_timeout_ms(30_000)
-            .with_rebalance_timeout_ms(30_000)
-            .with_member_id(text(member_id))
-            .with_protocol_type(text("consumer"))
-            .with_protocols(vec![JoinGroupRequestProtocol::default()
-                .with_name(text("range"))
-                .with_metadata(Bytes::from_static(&[0, 0, 0, 0, 0, 0]))]);
+        let request = join_group("g", member_id, Bytes::from_static(&[0, 0, 0, 0, 0, 0]));
         let answer = client.send(request, 3).await.unwrap();
         assert_eq!(answer.error_code, 0, "JoinGroup");
         (answer.generation_id, answer.member_id.as_str().to_owned())
     }
 
-    /// A consumer-protocol assignment of topic t's `partitions`.
-    fn assignment(partitions: &[i32]) -> Bytes {
-        let mut buf = BytesMut::new();
-        buf.put_i16(0);
-        ConsumerProtocolAssignment::default()
-            .with_assigned_partitions(vec![TopicPartition::default()
-                .with_topic(name("t"))
-                .with_partitions(partitions.to_vec())])
-            .encode(&mut buf, 0)
-            .unwrap();
-        buf.freeze()
-    }
-
-    /// SyncGroup v3 by the leader giving each `(member, partitions)` its share.
+    /// SyncGroup v3 by the leader giving each `(member, partitions of t)` its share.
     pub async fn sync(
         client: &Client,
         generation: i32,
         member_id: &str,
         shares: &[(&str, &[i32])],
     ) {
-        let request = SyncGroupRequest::default()
-            .with_group_id(GroupId(text("g")))
-            .with_generation_id(generation)
-            .with_member_id(StrBytes::from_string(member_id.to_owned()))
-            .with_assignments(
-                shares
-                    .iter()
-                    .map(|(m, p)| {
-                        SyncGroupRequestAssignment::default()
-                            .with_member_id(text(m))
-                            .with_assignment(assignment(p))
-                    })
-                    .collect(),
-            );
+        let shares: Vec<(&str, Bytes)> = shares
+            .iter()
+            .map(|&(member, partitions)| (member, assignment("t", partitions)))
+            .collect();
+        let request = sync_group("g", generation, member_id, &shares);
         assert_eq!(
             client.send(request, 3).await.unwrap().error_code,
             0,
@@ -269,17 +225,14 @@ mod group {
     }
 }
 
-/// A commit of t-`partition` at `offset` by `member` in `generation`.
+/// A commit of t-`partition` at `offset` by `member` of group g in `generation`.
 fn member_commit(
     generation: i32,
     member: &str,
     partition: i32,
     offset: i64,
 ) -> OffsetCommitRequest {
-    commit(&[(partition, offset)])
-        .with_group_id(GroupId(common::text("g")))
-        .with_generation_id_or_member_epoch(generation)
-        .with_member_id(common::text(member))
+    offset_commit("g", generation, member, "t", &[(partition, offset)])
 }
 
 #[tokio::test]
@@ -322,6 +275,56 @@ async fn a_commit_outside_the_members_assignment_and_one_from_an_old_generation_
     );
     let unassigned = &report.violations[0];
     assert_eq!(unassigned.key, "g/t-1");
+}
+
+/// `offset-commit-regression` compares a member's own commits in one generation by default;
+/// with `CommitScope::Group` it compares every commit to the group: a member that commits t-0
+/// at 10 in generation 1 and, after a rebalance, at 5 in generation 2 regressed the group's
+/// offset but not its own generation's.
+#[tokio::test]
+async fn commit_scope_group_compares_commits_across_generations_and_members() {
+    let (cluster, a) = setup().await;
+    let b = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    let (generation, member) = group::join(&a, "").await;
+    group::sync(&a, generation, &member, &[(&member, &[0, 1])]).await;
+    let stored = |answer: kafka_protocol::messages::OffsetCommitResponse| {
+        assert_eq!(
+            answer.topics[0].partitions[0].error_code, 0,
+            "commit stored"
+        );
+    };
+    stored(
+        a.send(member_commit(generation, &member, 0, 10), 8)
+            .await
+            .unwrap(),
+    );
+    // B joins (its JoinGroup waits), A rejoins: both in the next generation; A leads and
+    // keeps t-0.
+    let ((next, _), (_, b_member)) = tokio::join!(
+        async {
+            cluster
+                .wait_for(
+                    |e| e.is("JoinGroup") && e.response.is_none(),
+                    Duration::from_secs(5),
+                )
+                .await
+                .unwrap();
+            group::join(&a, &member).await
+        },
+        group::join(&b, "")
+    );
+    assert_eq!(next, generation + 1);
+    let shares: [(&str, &[i32]); 2] = [(&member, &[0]), (&b_member, &[1])];
+    tokio::join!(
+        group::sync(&a, next, &member, &shares),
+        group::sync(&b, next, &b_member, &[])
+    );
+    stored(a.send(member_commit(next, &member, 0, 5), 8).await.unwrap());
+    let regression = || Checks::only(["offset-commit-regression"]).unwrap();
+    cluster.check(&regression()).assert_clean();
+    let report = cluster.check(&regression().commit_scope(kmock::check::CommitScope::Group));
+    assert_eq!(kinds(&report), ["offset-commit-regression"], "{report}");
+    assert_eq!(report.violations[0].key, "g/t-0");
 }
 
 #[tokio::test]

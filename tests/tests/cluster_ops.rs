@@ -8,12 +8,7 @@ mod common;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use common::{broker_addr as addr, code_is, connect_to as connect, same, text};
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
+use common::{broker_addr as addr, code_is, connect_to as connect, requests, same, text};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError::*;
 use kmock::journal::{ClusterOperation, LeaderChange};
@@ -325,22 +320,11 @@ async fn a_moved_leader_bumps_the_epoch_and_the_old_one_refuses() -> Result<()> 
 }
 
 async fn find_coordinator(client: &Client, group: &str) -> Result<i32> {
-    let request = FindCoordinatorRequest::default()
-        .with_key_type(0)
-        .with_coordinator_keys(vec![text(group)]);
-    let answer = client.send(request, 4).await?;
-    Ok(answer.coordinators[0].node_id.0)
+    Ok(requests::find_coordinator(client, group).await?.0)
 }
 
 fn commit(group: &str, offset: i64) -> OffsetCommitRequest {
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(common::name(TOPIC))
-            .with_partitions(vec![OffsetCommitRequestPartition::default()
-                .with_partition_index(0)
-                .with_committed_offset(offset)])])
+    requests::offset_commit(group, -1, "", TOPIC, &[(0, offset)])
 }
 
 /// The error code of committing `offset` for `TOPIC`-0 in `group` (no generation) through
@@ -389,16 +373,7 @@ async fn a_moved_coordinator_answers_not_coordinator_and_releases_waiting_joins(
 
     // A JoinGroup waiting at the coordinator when it moves is answered NOT_COORDINATOR: the
     // first member joined (and never rejoins), so a second member's join holds.
-    let join = || {
-        JoinGroupRequest::default()
-            .with_group_id(GroupId(text(group)))
-            .with_session_timeout_ms(30_000)
-            .with_rebalance_timeout_ms(30_000)
-            .with_protocol_type(text("consumer"))
-            .with_protocols(vec![JoinGroupRequestProtocol::default()
-                .with_name(text("range"))
-                .with_metadata(bytes::Bytes::from_static(b"m"))])
-    };
+    let join = || requests::join_group(group, "", bytes::Bytes::from_static(b"m"));
     code_is("first join", at_new.send(join(), 3).await?.error_code, None)?;
     let second = connect(&cluster, new).await?;
     let waiting = tokio::spawn(async move { second.send(join(), 3).await });

@@ -8,20 +8,15 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use bytes::Bytes;
-use common::{broker_addr as addr, code_is, connect_to as connect, same, text};
+use common::jsonl::JsonlBuffer;
+use common::{broker_addr as addr, code_is, connect_to as connect, requests, same, text};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
-use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError::*;
 use kmock::{Checks, Cluster};
@@ -53,37 +48,20 @@ fn fetch_at_epoch(partition: i32, current_leader_epoch: i32, max_wait_ms: i32) -
 }
 
 fn join(group: &str, member_id: &str) -> JoinGroupRequest {
-    JoinGroupRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_member_id(text(member_id))
-        .with_session_timeout_ms(30_000)
-        .with_rebalance_timeout_ms(30_000)
-        .with_protocol_type(text("consumer"))
-        .with_protocols(vec![JoinGroupRequestProtocol::default()
-            .with_name(text("range"))
-            .with_metadata(Bytes::from_static(b"m"))])
+    requests::join_group(group, member_id, Bytes::from_static(b"m"))
 }
 
 fn sync(group: &str, member_id: &str, generation: i32) -> SyncGroupRequest {
-    SyncGroupRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_member_id(text(member_id))
-        .with_generation_id(generation)
-        .with_assignments(vec![SyncGroupRequestAssignment::default()
-            .with_member_id(text(member_id))
-            .with_assignment(Bytes::from_static(b"a"))])
+    requests::sync_group(
+        group,
+        generation,
+        member_id,
+        &[(member_id, Bytes::from_static(b"a"))],
+    )
 }
 
 fn commit(group: &str, generation: i32, member_id: &str, offset: i64) -> OffsetCommitRequest {
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_generation_id_or_member_epoch(generation)
-        .with_member_id(text(member_id))
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(common::name(TOPIC))
-            .with_partitions(vec![OffsetCommitRequestPartition::default()
-                .with_partition_index(0)
-                .with_committed_offset(offset)])])
+    requests::offset_commit(group, generation, member_id, TOPIC, &[(0, offset)])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,8 +138,9 @@ fn reset_while_topic_id_fetches_arrive_does_not_deadlock() {
 
 /// Kafka completes a delayed fetch as soon as the broker stops leading the partition
 /// (`ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader`, on become-follower), so
-/// the client learns of the move at once, not after `max_wait_ms`.
-#[tokio::test]
+/// the client learns of the move at once, not after `max_wait_ms`. Tokio's clock is paused, so
+/// the 60 s long poll and the hang guard run on Tokio time.
+#[tokio::test(start_paused = true)]
 async fn a_long_poll_on_a_partition_whose_leader_moves_is_answered_at_once() -> Result<()> {
     let cluster = three_brokers().await?;
     let on_1 = connect(&cluster, 1).await?;
@@ -169,9 +148,10 @@ async fn a_long_poll_on_a_partition_whose_leader_moves_is_answered_at_once() -> 
     cluster
         .wait_for(|e| e.is("Fetch") && e.response.is_none(), PATIENCE)
         .await?;
-    // The Fetch is in its long poll now: a connection hands a request from its reader to its
-    // handler within the same task poll that journaled it, and this current-thread runtime
-    // runs the test again only once that task waits.
+    // The journal shows the Fetch arrived, not that its handler is parked in its long poll (no
+    // event marks that). On the paused clock this sleep ends only once every task, the
+    // handler's included, waits for a timer or a socket: the Fetch is then in its long poll.
+    tokio::time::sleep(Duration::from_millis(1)).await;
     cluster.move_leader(TOPIC, 0, 2)?;
     let answer = tokio::time::timeout(PATIENCE, waiting).await.context(
         "a Fetch long poll (max_wait_ms 60000) on broker 1 was still waiting 5 s after \
@@ -295,8 +275,9 @@ async fn auto_creation_with_too_few_live_brokers_answers_unknown_topic() -> Resu
 /// While a group's `__consumer_offsets` partition is offline no broker coordinates it, so on
 /// Kafka no session timer runs; the coordinator that loads it later schedules every member's
 /// session afresh (`GroupMetadataManager.onLoaded`): a member that heartbeats as soon as the
-/// coordinator is back is still a member.
-#[tokio::test]
+/// coordinator is back is still a member. Tokio's clock is paused: the group timers run on it,
+/// so the 6.5 s offline pass at once and "as soon as it is back" is the same instant.
+#[tokio::test(start_paused = true)]
 async fn sessions_do_not_expire_while_the_coordinator_is_offline() -> Result<()> {
     let cluster = Cluster::builder()
         .topic(TOPIC, 1)
@@ -316,8 +297,7 @@ async fn sessions_do_not_expire_while_the_coordinator_is_offline() -> Result<()>
         None,
     )?;
     cluster.broker_down(1).await?;
-    // The time passing is what is tested: past the 6 s session timeout, on the real clock
-    // (pausing Tokio's would need its test-util feature, which this crate does not build).
+    // Time passing is what is tested (no event stands for it): past the 6 s session timeout.
     tokio::time::sleep(Duration::from_millis(6_500)).await;
     cluster.broker_up(1).await?;
     let client = connect(&cluster, 1).await?;
@@ -338,26 +318,12 @@ async fn sessions_do_not_expire_while_the_coordinator_is_offline() -> Result<()>
 // Reset and the JSON Lines journal.
 // ---------------------------------------------------------------------------------------------
 
-/// A JSON Lines sink shared with the test.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A JSON Lines journal spanning `reset()` marks it with a `reset` line, so `kmock check` over
 /// the file does not see the commits before and after as one history (a regression the client
 /// never made); a request in flight at the reset still gets its line when it completes.
 #[tokio::test]
 async fn an_exported_journal_spanning_a_reset_checks_clean() -> Result<()> {
-    let lines = Lines::default();
+    let lines = JsonlBuffer::default();
     let cluster = Cluster::builder()
         .topic(TOPIC, 1)
         .auto_create_topics(false)
@@ -386,8 +352,7 @@ async fn an_exported_journal_spanning_a_reset_checks_clean() -> Result<()> {
     code_is("commit 1 after reset", commit_code(1).await?, None)?;
     poll.await??;
     cluster.shutdown().await;
-    let exported = lines.0.lock().unwrap().clone();
-    let entries = kmock::journal::read_jsonl(exported.as_slice())?;
+    let entries = lines.entries();
     let fetches = entries.iter().filter(|e| e.is("Fetch")).count();
     let report = kmock::check::run(&entries, &Checks::default());
     let kinds: Vec<&str> = report.violations.iter().map(|v| v.kind.as_str()).collect();

@@ -5,9 +5,6 @@ mod common;
 use anyhow::Result;
 use common::{code_is, name, start, text};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::offset_delete_request::{
     OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
@@ -17,15 +14,7 @@ use kafka_protocol::ResponseError;
 use kmock_client::Client;
 
 fn commit(group: &str, member: &str, partition: i32, offset: i64) -> OffsetCommitRequest {
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_generation_id_or_member_epoch(-1)
-        .with_member_id(text(member))
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(name("t"))
-            .with_partitions(vec![OffsetCommitRequestPartition::default()
-                .with_partition_index(partition)
-                .with_committed_offset(offset)])])
+    common::requests::offset_commit(group, -1, member, "t", &[(partition, offset)])
 }
 
 fn fetch(group: &str) -> OffsetFetchRequest {

@@ -1,8 +1,11 @@
 //! The journal numbers every request in one cluster-wide arrival order, at the moment its frame
 //! is read: across connections and brokers, and ahead of requests still being handled.
 
+mod common;
+
 use std::time::Duration;
 
+use common::jsonl::JsonlBuffer;
 use kafka_protocol::ResponseError;
 use kmock::journal::RequestSummary;
 use kmock::Cluster;
@@ -200,29 +203,9 @@ async fn wait_for_times_out_with_the_last_entries_seen() {
     );
 }
 
-/// A JSON Lines sink the test can read back.
-#[derive(Clone, Default)]
-struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Buffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn entries(&self) -> Vec<kmock::Entry> {
-        kmock::journal::read_jsonl(&self.0.lock().unwrap()[..]).unwrap()
-    }
-}
-
 #[tokio::test]
 async fn the_sink_gets_every_entry_even_those_memory_no_longer_holds() {
-    let sink = Buffer::default();
+    let sink = JsonlBuffer::default();
     let cluster = Cluster::builder()
         .topic("t", 1)
         .journal_capacity(2)
@@ -264,7 +247,7 @@ async fn the_sink_gets_every_entry_even_those_memory_no_longer_holds() {
 
 #[tokio::test]
 async fn a_capacity_of_zero_keeps_nothing_in_memory_but_the_sink_gets_all() {
-    let sink = Buffer::default();
+    let sink = JsonlBuffer::default();
     let cluster = Cluster::builder()
         .journal_capacity(0)
         .journal_jsonl(sink.clone())
@@ -282,18 +265,7 @@ async fn a_capacity_of_zero_keeps_nothing_in_memory_but_the_sink_gets_all() {
 
 /// An OffsetCommit from outside group management (generation -1) of `offset` to t-0.
 fn commit(group: &str, offset: i64) -> kafka_protocol::messages::OffsetCommitRequest {
-    use kafka_protocol::messages::offset_commit_request::{
-        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-    };
-    use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId(group.to_string().into()))
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(TopicName("t".to_string().into()))
-            .with_partitions(vec![
-                OffsetCommitRequestPartition::default().with_committed_offset(offset)
-            ])])
+    common::requests::offset_commit(group, -1, "", "t", &[(0, offset)])
 }
 
 #[tokio::test]

@@ -94,3 +94,10 @@ pub async fn create_topic_with_configs(
     let response = client.send(request, 5).await?;
     code_is("CreateTopics", response.topics[0].error_code, None)
 }
+
+pub mod classic_group;
+pub mod excerpt;
+pub mod groups;
+pub mod jsonl;
+pub mod member;
+pub mod requests;

@@ -1,0 +1,118 @@
+//! `kmock serve`'s flags do what README's table says: `--no-auto-create-topics` (Metadata
+//! refuses unknown topics), `--default-partitions` (the partitions of an auto-created topic),
+//! `--control-host` (where the control API listens); SIGINT stops it cleanly and frees the
+//! ports while a client is connected; an unmet `expect` of a scenario's rule makes it exit 1.
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+
+use common::Server;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::ResponseError;
+use kmock_client::Client;
+
+/// `(error code, partitions)` of topic `name` by a Metadata v12 that may create it.
+async fn auto_create(addr: SocketAddr, name: &str) -> (i16, usize) {
+    let client = Client::connect(addr).await.unwrap();
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(TopicName(name.to_string().into())))
+        ]))
+        .with_allow_auto_topic_creation(true);
+    let answer = client.send(request, 12).await.unwrap();
+    (
+        answer.topics[0].error_code,
+        answer.topics[0].partitions.len(),
+    )
+}
+
+#[tokio::test]
+async fn auto_creation_follows_no_auto_create_topics_and_default_partitions() {
+    let mut plain = Server::start(&["--port", "0"]);
+    assert_eq!(
+        auto_create(plain.addrs()[0], "fresh").await,
+        (0, 1),
+        "by default"
+    );
+    plain.stop();
+    let mut three = Server::start(&["--port", "0", "--default-partitions", "3"]);
+    assert_eq!(
+        auto_create(three.addrs()[0], "fresh").await,
+        (0, 3),
+        "--default-partitions 3"
+    );
+    three.stop();
+    let mut none = Server::start(&["--port", "0", "--no-auto-create-topics"]);
+    assert_eq!(
+        auto_create(none.addrs()[0], "fresh").await,
+        (ResponseError::UnknownTopicOrPartition.code(), 0),
+        "--no-auto-create-topics"
+    );
+    none.stop();
+}
+
+/// 127.0.0.2 is a loopback address on Linux, distinct from 127.0.0.1.
+#[test]
+fn the_control_api_listens_on_control_host() {
+    let mut serve = Server::start(&["--port", "0", "--control-host", "127.0.0.2"]);
+    let port = serve
+        .control
+        .strip_prefix("http://127.0.0.2:")
+        .unwrap_or_else(|| panic!("control line {:?} names 127.0.0.2", serve.control))
+        .to_owned();
+    serve.http("GET", "/health", None).expect(200);
+    assert!(
+        std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(),
+        "the control port also answers on 127.0.0.1"
+    );
+    serve.stop();
+}
+
+#[tokio::test]
+async fn sigint_stops_it_with_a_client_connected_and_frees_the_ports() {
+    let mut serve = Server::start(&["--port", "0", "--brokers", "2"]);
+    let addrs = serve.addrs();
+    let client = Client::connect(addrs[0]).await.unwrap();
+    client.api_versions().await.unwrap();
+    let control = serve.control.clone();
+    serve.stop_with("INT");
+    for addr in addrs {
+        TcpListener::bind(addr).unwrap_or_else(|e| panic!("{addr} is not free after SIGINT: {e}"));
+    }
+    let control: SocketAddr = control.strip_prefix("http://").unwrap().parse().unwrap();
+    TcpListener::bind(control).expect("the control port is free after SIGINT");
+}
+
+/// A scenario with one rule on Produce expecting `expect` firings, served with no traffic and
+/// stopped: the exit code and what it printed after the start-up lines.
+fn serve_without_traffic(expect: &str) -> (i32, String) {
+    let path = std::env::temp_dir().join(format!(
+        "kmock-expect-{}-{}.yaml",
+        std::process::id(),
+        expect.replace('.', "_")
+    ));
+    std::fs::write(
+        &path,
+        format!(
+            "port: 0\nrules:\n  - name: never-produced\n    api: Produce\n    delay: 1ms\n    \
+             expect: \"{expect}\"\n"
+        ),
+    )
+    .unwrap();
+    let serve = Server::start(&["--config", path.to_str().unwrap()]);
+    let stopped = serve.stop_with_output();
+    std::fs::remove_file(&path).unwrap();
+    stopped
+}
+
+#[test]
+fn an_unmet_expectation_makes_serve_exit_1_naming_the_rule() {
+    let (code, out) = serve_without_traffic("1..");
+    assert_eq!(code, 1, "stdout after start-up: {out}");
+    assert!(out.contains("never-produced"), "names the rule: {out}");
+    // Its counterpart: the same rule expecting no firing is met, and the exit is 0.
+    let (code, out) = serve_without_traffic("0");
+    assert_eq!(code, 0, "stdout after start-up: {out}");
+}

@@ -1,0 +1,152 @@
+//! Where a consumer group lives, checked against Apache Kafka's group coordinator:
+//! FindCoordinator (v3 key and v4 batch) names the same broker on every broker, and every
+//! group request sent to another broker is answered NOT_COORDINATOR.
+
+mod common;
+
+use common::classic_group::*;
+
+#[tokio::test]
+async fn find_coordinator_v3_and_v4_name_the_same_coordinator_on_every_broker() -> Result<()> {
+    let cluster = cluster().await?;
+    let groups = ["alpha", "beta", "gamma", "delta", "orders", "payments"];
+    let mut named: Vec<(String, i32, String)> = Vec::new();
+    for broker in cluster.brokers() {
+        let client = Client::connect(broker.addr).await?;
+        let batch = FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(groups.iter().map(|g| text(g)).collect());
+        let v4 = client.send(batch, 4).await?;
+        let keys: Vec<&str> = v4.coordinators.iter().map(|c| c.key.as_str()).collect();
+        same("keys answered by FindCoordinator v4", keys, groups.to_vec())?;
+        for (group, c4) in groups.iter().zip(&v4.coordinators) {
+            let single = FindCoordinatorRequest::default()
+                .with_key_type(0)
+                .with_key(text(group));
+            let v3 = client.send(single, 3).await?;
+            let what = format!("FindCoordinator [{group}] asked of node {}", broker.node_id);
+            code_is(&format!("{what} v3"), v3.error_code, None)?;
+            code_is(&format!("{what} v4"), c4.error_code, None)?;
+            let at = |host: &str, port: i32| format!("{host}:{port}");
+            same(
+                &format!("{what}: v3 (node, address) vs v4"),
+                (v3.node_id.0, at(&v3.host, v3.port)),
+                (c4.node_id.0, at(&c4.host, c4.port)),
+            )?;
+            let node = cluster
+                .brokers()
+                .iter()
+                .find(|b| b.node_id == c4.node_id.0)
+                .with_context(|| format!("{what}: node {} is not in the cluster", c4.node_id.0))?;
+            same(
+                &format!("{what}: address of node {}", node.node_id),
+                at(&c4.host, c4.port),
+                node.addr.to_string(),
+            )?;
+            named.push((group.to_string(), broker.node_id, at(&c4.host, c4.port)));
+        }
+    }
+    for group in groups {
+        let mut answers = named
+            .iter()
+            .filter(|(g, _, _)| g == group)
+            .map(|(_, _, a)| a);
+        let first = answers.next().context("no answer")?;
+        for other in answers {
+            same(
+                &format!("coordinator of {group} named by two brokers"),
+                other,
+                first,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_group_request_sent_to_another_broker_than_the_coordinator_gets_not_coordinator(
+) -> Result<()> {
+    const G: &str = "placed";
+    let cluster = cluster().await?;
+    let at = coordinator(&cluster, G).await?;
+    let member = connect(at, "consumer-a").await?;
+    let id = stable_member(&member, G).await?;
+    let others: Vec<_> = cluster.brokers().iter().filter(|b| b.addr != at).collect();
+    same("brokers other than the coordinator", others.len(), 2)?;
+    for broker in others {
+        let client = connect(broker.addr, "consumer-a").await?;
+        let on = |api: &str| format!("{api} to node {} (not the coordinator)", broker.node_id);
+        let joined = join(&client, join_request(G, "", META_A), 9).await?;
+        code_is(&on("JoinGroup v9"), joined.error_code, Some(NotCoordinator))?;
+        let joined = join(&client, join_request(G, &id, META_A), 9).await?;
+        code_is(
+            &on("JoinGroup v9 of a member"),
+            joined.error_code,
+            Some(NotCoordinator),
+        )?;
+        let synced = sync(&client, G, 1, &id, &[(&id, ASSIGN_A)]).await?;
+        code_is(&on("SyncGroup v5"), synced.error_code, Some(NotCoordinator))?;
+        let beat = heartbeat(&client, G, 1, &id, None).await?;
+        code_is(&on("Heartbeat v4"), beat, Some(NotCoordinator))?;
+        let (left, _) = leave(&client, G, &[&id]).await?;
+        same(&on("LeaveGroup v3"), left, err(NotCoordinator.code()))?;
+        same(
+            &on("OffsetCommit v8"),
+            commit(&client, G, 1, &id, &[(TOPIC, 0, 5, -1, "")]).await?,
+            committed(&[(TOPIC, 0, Some(NotCoordinator))]),
+        )?;
+        let v7 = OffsetFetchRequest::default()
+            .with_group_id(GroupId(text(G)))
+            .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                .with_name(name(TOPIC))
+                .with_partition_indexes(vec![0])]));
+        let fetched = within("OffsetFetch v7", client.send(v7, 7)).await?;
+        code_is(
+            &on("OffsetFetch v7"),
+            fetched.error_code,
+            Some(NotCoordinator),
+        )?;
+        let v8 =
+            OffsetFetchRequest::default().with_groups(vec![
+                OffsetFetchRequestGroup::default().with_group_id(GroupId(text(G)))
+            ]);
+        let fetched = within("OffsetFetch v8", client.send(v8, 8)).await?;
+        let codes: Vec<String> = fetched.groups.iter().map(|g| err(g.error_code)).collect();
+        same(
+            &on("OffsetFetch v8"),
+            codes,
+            vec![err(NotCoordinator.code())],
+        )?;
+        let described = describe(&client, G).await?;
+        code_is(
+            &on("DescribeGroups v5"),
+            described.error_code,
+            Some(NotCoordinator),
+        )?;
+        let delete = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(text(G))]);
+        let deleted = within("DeleteGroups v2", client.send(delete, 2)).await?;
+        let codes: Vec<String> = deleted.results.iter().map(|r| err(r.error_code)).collect();
+        same(
+            &on("DeleteGroups v2"),
+            codes,
+            vec![err(NotCoordinator.code())],
+        )?;
+        let listed = within(
+            "ListGroups v4",
+            client.send(ListGroupsRequest::default(), 4),
+        )
+        .await?;
+        let ids: Vec<String> = listed
+            .groups
+            .iter()
+            .map(|g| g.group_id.to_string())
+            .collect();
+        ensure!(
+            !ids.iter().any(|g| g == G),
+            "{}: got {ids:?}, expected no {G:?} (only the coordinator lists a group)",
+            on("ListGroups v4")
+        );
+    }
+    let beat = heartbeat(&member, G, 1, &id, None).await?;
+    code_is("Heartbeat to the coordinator after all that", beat, None)
+}
