@@ -11,6 +11,7 @@
 //! default_partitions: 1     # default 1
 //! replication_factor: 3     # replicas of new topics' partitions (default 3, or fewer brokers)
 //! journal_capacity: 1000000 # default 1,000,000 entries
+//! journal_max_bytes: 536870912 # estimated heap bytes kept (default 512 MiB)
 //! topics:
 //!   - { name: orders, partitions: 6 }
 //! rules:
@@ -67,6 +68,8 @@ pub struct Scenario {
     pub replication_factor: Option<usize>,
     /// Journal entries kept in memory.
     pub journal_capacity: Option<usize>,
+    /// Estimated heap bytes of journal kept in memory.
+    pub journal_max_bytes: Option<usize>,
     /// Topics created at start.
     #[serde(default)]
     pub topics: Vec<TopicSpec>,
@@ -208,6 +211,9 @@ impl Scenario {
         }
         if let Some(n) = self.journal_capacity {
             b = b.journal_capacity(n);
+        }
+        if let Some(n) = self.journal_max_bytes {
+            b = b.journal_max_bytes(n);
         }
         for t in &self.topics {
             b = b.topic(&t.name, t.partitions);
