@@ -1,8 +1,8 @@
 //! The control API of `kmock serve`, driven over HTTP with curl against the binary: fault
 //! rules, the journal, checks and topics.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::io::Read;
+use std::process::Command;
 
 use kmock_client::Client;
 use serde_json::{json, Value};

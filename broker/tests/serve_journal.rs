@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kmock::journal::{read_jsonl, RequestSummary};
