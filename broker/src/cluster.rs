@@ -885,7 +885,9 @@ impl Cluster {
     /// Every journal entry completed from now on (a request once answered or given up on, an
     /// operation at once), in completion order: a live view of what [`Cluster::journal`]
     /// shows. A receiver more than [`SUBSCRIBER_BACKLOG`](crate::journal::SUBSCRIBER_BACKLOG)
-    /// entries behind gets `RecvError::Lagged` with the count it missed. Nothing arrives while
+    /// entries behind gets `RecvError::Lagged` with the count it missed; until it reads, the
+    /// entries it has not read stay in memory with it (shared, not copied), whatever the
+    /// journal's bounds: read it, or drop it. Nothing arrives while
     /// the journal is off (`journal_capacity(0)` without a sink or rule).
     pub fn subscribe_journal(&self) -> tokio::sync::broadcast::Receiver<Arc<Entry>> {
         self.inner.shared.journal.subscribe()

@@ -201,7 +201,7 @@ impl Feed {
                     match journal.live_page(from, PAGE, keep) {
                         LivePage::Behind(missed) => {
                             return self.end(format!(
-                                "this stream fell behind: at least {missed} completed entries left memory (journal_capacity, journal_max_bytes) before it read them, and it was closed; read what is left with GET /journal?after=SEQ"
+                                "this stream fell behind: at least {missed} completed entries left memory (journal_capacity, journal_max_bytes) before it read them, and it was closed; GET /journal gives what memory still holds"
                             ));
                         }
                         LivePage::Entries(entries, next) => {

@@ -135,7 +135,7 @@ impl Heap for ClusterOperation {
             _ => 0,
         };
         named
-            + alloc(self.leader_changes().len() * size_of::<LeaderChange>())
+            + alloc(std::mem::size_of_val(self.leader_changes()))
             + self.leader_changes().iter().map(Heap::heap).sum::<usize>()
     }
 }
