@@ -92,6 +92,7 @@ pub(crate) struct Config {
     pub cluster_id: String,
     pub kafka_version: KafkaVersion,
     pub journal_capacity: usize,
+    pub journal_max_bytes: usize,
     pub offsets_topic_partitions: i32,
     pub seed: u64,
     /// `None`: 3, or the broker count if smaller.
@@ -145,6 +146,7 @@ impl Default for Config {
             cluster_id: "kmock-cluster".to_owned(),
             kafka_version: KafkaVersion::LATEST,
             journal_capacity: crate::journal::DEFAULT_CAPACITY,
+            journal_max_bytes: crate::journal::DEFAULT_MAX_BYTES,
             offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,
             seed: 0,
             replication_factor: None,
@@ -332,8 +334,18 @@ impl ClusterBuilder {
         self
     }
 
+    /// Bytes the journal keeps in memory, as estimated from each entry's heap size when it is
+    /// appended and when it is completed; past them the oldest entries go and are counted in
+    /// [`JournalSnapshot::evicted`], as past [`Self::journal_capacity`]. Default
+    /// [`DEFAULT_MAX_BYTES`](crate::journal::DEFAULT_MAX_BYTES), 512 MiB. 0 keeps none, as a
+    /// capacity of 0 does.
+    pub fn journal_max_bytes(mut self, bytes: usize) -> Self {
+        self.config.journal_max_bytes = bytes;
+        self
+    }
+
     /// Writes every journal entry, once complete, to `sink` as one JSON line, flushed after
-    /// each line (what `kmock serve --journal PATH` does). Never truncated by the capacity.
+    /// each line (what `kmock serve --journal PATH` does). The bounds of memory never evict from it.
     pub fn journal_jsonl(mut self, sink: impl Write + Send + 'static) -> Self {
         self.journal_sink = Some(Sink(Box::new(sink)));
         self
@@ -402,7 +414,11 @@ impl ClusterBuilder {
             listeners.push(listener);
         }
         let state = config.initial_state(brokers.iter().map(|b| b.node_id).collect())?;
-        let journal = Journal::new(config.journal_capacity, journal_sink);
+        let journal = Journal::new(
+            config.journal_capacity,
+            config.journal_max_bytes,
+            journal_sink,
+        );
         let seed = config.seed;
         let shared = Arc::new(Shared {
             config,
@@ -845,7 +861,7 @@ impl Cluster {
         let mut report = crate::check::run_journal(journal.entries(), checks);
         if journal.evicted() > 0 {
             report.skipped.push(format!(
-                "{} journal entries were evicted (journal_capacity): checks saw only the rest",
+                "{} journal entries were evicted (journal_capacity, journal_max_bytes): checks saw only the rest",
                 journal.evicted()
             ));
         }
@@ -859,6 +875,11 @@ impl Cluster {
     /// A copy of the journal now: every request received, in arrival order.
     pub fn journal(&self) -> JournalSnapshot {
         self.inner.shared.journal.snapshot()
+    }
+
+    /// The journal itself, shared: what the control API pages through without a copy.
+    pub(crate) fn journal_store(&self) -> &Journal {
+        &self.inner.shared.journal
     }
 
     /// Waits until the journal holds an entry matching `pred` (one already there counts),
@@ -877,7 +898,9 @@ impl Cluster {
     /// Every journal entry completed from now on (a request once answered or given up on, an
     /// operation at once), in completion order: a live view of what [`Cluster::journal`]
     /// shows. A receiver more than [`SUBSCRIBER_BACKLOG`](crate::journal::SUBSCRIBER_BACKLOG)
-    /// entries behind gets `RecvError::Lagged` with the count it missed. Nothing arrives while
+    /// entries behind gets `RecvError::Lagged` with the count it missed; until it reads, the
+    /// entries it has not read stay in memory with it (shared, not copied), whatever the
+    /// journal's bounds: read it, or drop it. Nothing arrives while
     /// the journal is off (`journal_capacity(0)` without a sink or rule).
     pub fn subscribe_journal(&self) -> tokio::sync::broadcast::Receiver<Arc<Entry>> {
         self.inner.shared.journal.subscribe()

@@ -14,6 +14,7 @@
 //! connections_max_idle: 10m # Kafka's connections.max.idle.ms (default 10m)
 //! max_connections: 1000     # Kafka's max.connections, per broker (default unlimited)
 //! control_token: s3cret     # kmock serve's control API requires `Authorization: Bearer s3cret`
+//! journal_max_bytes: 536870912 # estimated heap bytes kept (default 512 MiB)
 //! topics:
 //!   - { name: orders, partitions: 6 }
 //! rules:
@@ -77,6 +78,8 @@ pub struct Scenario {
     pub max_connections: Option<usize>,
     /// The bearer token `kmock serve`'s control API requires.
     pub control_token: Option<String>,
+    /// Estimated heap bytes of journal kept in memory.
+    pub journal_max_bytes: Option<usize>,
     /// Topics created at start.
     #[serde(default)]
     pub topics: Vec<TopicSpec>,
@@ -224,6 +227,9 @@ impl Scenario {
         }
         if let Some(max) = self.max_connections {
             b = b.max_connections(Some(max));
+        }
+        if let Some(n) = self.journal_max_bytes {
+            b = b.journal_max_bytes(n);
         }
         for t in &self.topics {
             b = b.topic(&t.name, t.partitions);

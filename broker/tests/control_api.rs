@@ -1,44 +1,15 @@
 //! The control API of `kmock serve`, driven over HTTP with curl against the binary: fault
 //! rules, the journal, checks and topics.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::io::Read;
+use std::process::Command;
 
 use kmock_client::Client;
 use serde_json::{json, Value};
 
 mod common;
 
-use common::{commit_request, http, kcat, kmock_check, JournalFile, Server};
-
-/// `curl -N control/journal/stream QUERY`, once its headers have come: the stream is
-/// subscribed then. The body is left to read.
-fn open_stream(server: &Server, query: &str) -> (Child, BufReader<ChildStdout>) {
-    let url = format!("{}/journal/stream{query}", server.control);
-    let mut curl = Command::new(common::CURL)
-        .args(["-sSN", "--max-time", "30", "-D", "-", &url])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("curl starts");
-    let mut out = BufReader::new(curl.stdout.take().expect("stdout is piped"));
-    let mut line = String::new();
-    let headers = loop {
-        line.clear();
-        match out.read_line(&mut line) {
-            Ok(0) => break Err("end of output".to_owned()),
-            Ok(_) if line.trim().is_empty() => break Ok(()),
-            Ok(_) => {}
-            Err(e) => break Err(e.to_string()),
-        }
-    };
-    if let Err(e) = headers {
-        let _ = curl.kill();
-        let status = curl.wait();
-        panic!("the stream ended before its headers ({e}); curl: {status:?}");
-    } else {
-        (curl, out)
-    }
-}
+use common::{commit_request, http, kcat, kmock_check, open_stream, JournalFile, Server};
 
 /// The entries of a `GET /journal` answer.
 fn journal(server: &Server, query: &str) -> Vec<Value> {

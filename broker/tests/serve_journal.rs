@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kmock::journal::{read_jsonl, RequestSummary};
@@ -12,7 +11,7 @@ use kmock::Entry;
 
 mod common;
 
-use common::{kcat, JournalFile, Server};
+use common::{kcat, JournalFile, Server, SharedBuffer};
 
 /// The entries, one compact line each, for failure messages.
 fn lines(entries: &[Entry]) -> String {
@@ -217,21 +216,6 @@ fn a_malformed_frame_is_journaled_with_its_reason() {
         (1, 1, client, None),
         "(seq, broker, peer, api):\n{all}"
     );
-}
-
-/// An in-memory JSON Lines sink the test can read while the cluster writes to it.
-#[derive(Clone, Default)]
-struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 // Multi-threaded on purpose: the broker writes an entry's line to the sink before the completed

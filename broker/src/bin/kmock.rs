@@ -73,6 +73,11 @@ struct Serve {
     /// (lines come in completion order; `seq` gives arrival order).
     #[arg(long, value_name = "PATH")]
     journal: Option<std::path::PathBuf>,
+    /// Bytes of journal kept in memory (each entry's heap size estimated), as a number with
+    /// an optional KiB, MiB or GiB suffix; past them the oldest entries go. Overrides a
+    /// scenario's `journal_max_bytes`. Default 512MiB.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    journal_max_bytes: Option<usize>,
     /// Address the HTTP control API listens on (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1")]
     control_host: IpAddr,
@@ -105,6 +110,25 @@ fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
         bail!("a duration of zero would close every connection at once");
     }
     Ok(d)
+}
+
+fn parse_bytes(s: &str) -> anyhow::Result<usize> {
+    let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, ""),
+    };
+    let shift = match unit {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        _ => bail!("expected a byte count such as 536870912, 64MiB or 1GiB, not {s:?}"),
+    };
+    let n: usize = digits
+        .parse()
+        .with_context(|| format!("byte count {s:?} does not start with a number"))?;
+    n.checked_mul(1 << shift)
+        .with_context(|| format!("byte count {s:?} is too large"))
 }
 
 fn parse_topic(s: &str) -> anyhow::Result<(String, i32)> {
@@ -215,6 +239,9 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
         let file = std::fs::File::create(path)
             .with_context(|| format!("cannot create journal file {}", path.display()))?;
         builder = builder.journal_jsonl(std::io::BufWriter::new(file));
+    }
+    if let Some(bytes) = args.journal_max_bytes {
+        builder = builder.journal_max_bytes(bytes);
     }
     let mut stop = StopSignals::new()?;
     let cluster = builder.start().await?;

@@ -225,6 +225,7 @@ mod tests {
                 transactional_id: None,
                 acks: -1,
                 timeout_ms: 1000,
+                dropped_partitions: 0,
                 partitions: vec![ProducePartition {
                     topic: "t".into(),
                     partition: 0,

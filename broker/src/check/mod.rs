@@ -177,7 +177,8 @@ pub struct Report {
     pub checks: Vec<String>,
     /// Every violation found, by check then arrival order.
     pub violations: Vec<Violation>,
-    /// Checks that could not run here, with why (e.g. log checks on an offline journal).
+    /// Checks that could not run here, with why (e.g. log checks on an offline journal), and
+    /// what the checks could not see: evicted entries, truncated request summaries.
     pub skipped: Vec<String>,
 }
 
@@ -270,5 +271,56 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
         report.violations.extend(commits::check(stretch, checks));
         report.violations.extend(sequences::check(stretch, checks));
     }
+    report.skipped.extend(truncated(entries, checks));
     report
+}
+
+/// A sentence naming the entries whose request summary was truncated
+/// ([`crate::journal::summary::MAX_SUMMARY_ITEMS`]) among those the selected checks read:
+/// the checks judged the partitions kept and never saw the others.
+fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
+    let commits = [
+        "offset-commit-regression",
+        "commit-for-unassigned-partition",
+    ];
+    let produces = [
+        "sequence-gap",
+        "sequence-reorder",
+        "sequence-overlap",
+        "epoch-not-reset",
+        "epoch-regression",
+        "inflight-exceeded",
+        "duplicate-write",
+        "out-of-order-write",
+        "lost-write",
+    ];
+    let read = |e: &Entry| {
+        (e.is("OffsetCommit") && commits.iter().any(|c| checks.runs(c)))
+            || (e.is("Produce") && produces.iter().any(|c| checks.runs(c)))
+    };
+    let cut: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.dropped() > 0 && read(e))
+        .collect();
+    if cut.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = cut
+        .iter()
+        .take(5)
+        .map(|e| {
+            let api = e.api.as_deref().unwrap_or("?");
+            format!("{api} seq {} dropped {} partitions", e.seq, e.dropped())
+        })
+        .collect();
+    let more = match cut.len() {
+        n if n > 5 => format!(" and {} more", n - 5),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{} journal entries were truncated to their first {} partitions ({}{more}): the checks judged the partitions kept and did not see the dropped ones",
+        cut.len(),
+        crate::journal::summary::MAX_SUMMARY_ITEMS,
+        listed.join(", "),
+    ))
 }

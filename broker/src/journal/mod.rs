@@ -5,26 +5,38 @@
 //! so the journal never holds entry n+1 before entry n. The entry is completed when the request
 //! has been answered (or left unanswered), with the response's time and error codes.
 //!
-//! Memory is bounded by a capacity in entries: when full, the oldest entry goes and
-//! [`JournalSnapshot::evicted`] counts it. A JSON Lines sink, when set, receives every entry
-//! once it is complete and is never truncated; since requests on different connections complete
-//! in any order, its lines are in completion order — sort by `seq` for arrival order.
+//! Memory is bounded twice, in entries ([`DEFAULT_CAPACITY`]) and in bytes
+//! ([`DEFAULT_MAX_BYTES`], each entry's heap size estimated when it is appended and again when
+//! it is completed): past either bound the oldest entries go, and [`JournalSnapshot::evicted`]
+//! counts them. A request summary naming more than [`summary::MAX_SUMMARY_ITEMS`] partitions
+//! keeps the first ones and counts the rest ([`Entry::dropped`]). Entries are shared
+//! (`Arc<Entry>`) between memory, the live subscribers and the control API's readers, which
+//! page through memory instead of copying it. A JSON Lines sink, when set, receives every entry
+//! once it is complete and is never evicted from by the bounds; since requests on different
+//! connections complete in any order, its lines are in completion order — sort by `seq` for
+//! arrival order.
 //!
 //! Cluster operations (a broker taken down or brought up, a leader or coordinator moved) are
 //! entries of their own, numbered in the same order, with [`Entry::operation`] set and no API.
 
+mod request;
+mod response;
+mod size;
+mod snapshot;
+mod store;
 pub mod summary;
 
-use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
-use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::Notify;
 
 pub use crate::state::failover::LeaderChange;
+pub use snapshot::JournalSnapshot;
+pub use store::SUBSCRIBER_BACKLOG;
+pub(crate) use store::{Arrival, Cursor, Journal, LivePage, Sink};
 pub use summary::{
     CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
     InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
@@ -35,6 +47,13 @@ pub use summary::{
 
 /// Default capacity, in entries.
 pub const DEFAULT_CAPACITY: usize = 1_000_000;
+
+/// Default bound of the journal in memory, in bytes of heap (estimated): 512 MiB. An ordinary
+/// entry (a Produce or Fetch of a few partitions) is estimated at 0.5–1 KiB, so the default
+/// keeps about as many of them as [`DEFAULT_CAPACITY`]; it also holds the largest entries a
+/// request can make ([`summary::MAX_SUMMARY_ITEMS`] partitions, about 10 MiB each) by the
+/// dozen, while staying a fraction of a laptop's memory, also with a few clusters side by side.
+pub const DEFAULT_MAX_BYTES: usize = 512 * 1024 * 1024;
 
 /// One request as it arrived. Field names are stable: they are the JSON Lines format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,13 +247,19 @@ impl Entry {
             _ => Vec::new(),
         }
     }
+
+    /// How many items (partitions, offsets) the request summary dropped past
+    /// [`summary::MAX_SUMMARY_ITEMS`]; 0 for a summary kept whole.
+    pub fn dropped(&self) -> u64 {
+        self.request.as_ref().map_or(0, RequestSummary::dropped)
+    }
 }
 
 /// One partition of an OffsetCommit request, with the entry it came in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetCommit {
-    /// The whole entry (seq, conn, times, …).
-    pub entry: Entry,
+    /// The whole entry (seq, conn, times, …), shared by the items of one request.
+    pub entry: Arc<Entry>,
     /// Group id.
     pub group_id: String,
     /// Generation id sent.
@@ -248,8 +273,8 @@ pub struct OffsetCommit {
 /// One partition's batch of a Produce request, with the entry it came in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceBatch {
-    /// The whole entry (seq, conn, times, …).
-    pub entry: Entry,
+    /// The whole entry (seq, conn, times, …), shared by the items of one request.
+    pub entry: Arc<Entry>,
     /// The partition's batch.
     pub batch: ProducePartition,
 }
@@ -268,117 +293,6 @@ pub enum JournalError {
     /// A JSON Lines journal could not be read or written.
     #[error("journal JSON Lines: {0}")]
     Json(String),
-}
-
-/// A copy of the journal at one moment, with ordered queries.
-#[derive(Debug, Clone, Default)]
-pub struct JournalSnapshot {
-    entries: Vec<Entry>,
-    evicted: u64,
-}
-
-impl JournalSnapshot {
-    /// Every entry kept, in arrival order.
-    pub fn entries(&self) -> &[Entry] {
-        &self.entries
-    }
-
-    /// How many of the oldest entries were dropped to stay within the capacity.
-    pub fn evicted(&self) -> u64 {
-        self.evicted
-    }
-
-    /// Entries of one API (Kafka's name, e.g. `"Produce"`), in arrival order.
-    pub fn api<'a>(&'a self, api: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries.iter().filter(move |e| e.is(api))
-    }
-
-    /// Entries of one connection, in arrival order.
-    pub fn connection(&self, conn: u64) -> impl Iterator<Item = &Entry> + '_ {
-        self.entries.iter().filter(move |e| e.conn == conn)
-    }
-
-    /// Entries whose request header carried this client id, in arrival order.
-    pub fn client_id<'a>(&'a self, client_id: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries
-            .iter()
-            .filter(move |e| e.client_id.as_deref() == Some(client_id))
-    }
-
-    /// Entries naming this topic (Produce, Fetch, ListOffsets), in arrival order.
-    pub fn topic<'a>(&'a self, topic: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries
-            .iter()
-            .filter(move |e| e.topics().contains(&topic))
-    }
-
-    /// Entries about this consumer group, in arrival order.
-    pub fn group<'a>(&'a self, group_id: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries
-            .iter()
-            .filter(move |e| e.groups().contains(&group_id))
-    }
-
-    /// Entries naming this topic partition, in arrival order.
-    pub fn partition<'a>(
-        &'a self,
-        topic: &'a str,
-        partition: i32,
-    ) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries
-            .iter()
-            .filter(move |e| e.partitions().contains(&(topic, partition)))
-    }
-
-    /// One item per partition of every OffsetCommit request, in arrival order (and request
-    /// order within one request): what the client really committed, accepted or not.
-    pub fn offset_commits(&self) -> Vec<OffsetCommit> {
-        self.entries
-            .iter()
-            .filter_map(|e| match &e.request {
-                Some(RequestSummary::OffsetCommit(s)) => {
-                    Some(s.partitions.iter().map(move |p| OffsetCommit {
-                        entry: e.clone(),
-                        group_id: s.group_id.clone(),
-                        generation_id: s.generation_id,
-                        member_id: s.member_id.clone(),
-                        commit: p.clone(),
-                    }))
-                }
-                _ => None,
-            })
-            .flatten()
-            .collect()
-    }
-
-    /// One item per partition batch of every Produce request, in arrival order (and request
-    /// order within one request).
-    pub fn produce_batches(&self) -> Vec<ProduceBatch> {
-        self.entries
-            .iter()
-            .filter_map(|e| match &e.request {
-                Some(RequestSummary::Produce(s)) => {
-                    Some(s.partitions.iter().map(move |b| ProduceBatch {
-                        entry: e.clone(),
-                        batch: b.clone(),
-                    }))
-                }
-                _ => None,
-            })
-            .flatten()
-            .collect()
-    }
-
-    /// Writes every entry as one JSON object a line.
-    ///
-    /// # Errors
-    /// [`JournalError::Json`] when writing fails.
-    pub fn write_jsonl(&self, mut out: impl Write) -> Result<(), JournalError> {
-        for entry in &self.entries {
-            write_line(&mut out, entry)?;
-        }
-        out.flush().map_err(|e| JournalError::Json(e.to_string()))
-    }
 }
 
 /// Reads a JSON Lines journal (as written by [`JournalSnapshot::write_jsonl`] or
@@ -401,271 +315,8 @@ pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Entry>, JournalError> {
     Ok(entries)
 }
 
-fn write_line(out: &mut impl Write, entry: &Entry) -> Result<(), JournalError> {
+pub(crate) fn write_line(out: &mut impl Write, entry: &Entry) -> Result<(), JournalError> {
     serde_json::to_writer(&mut *out, entry).map_err(|e| JournalError::Json(e.to_string()))?;
     out.write_all(b"\n")
         .map_err(|e| JournalError::Json(e.to_string()))
-}
-
-/// Where a cluster operation's entry comes from: no broker, no connection, no peer.
-const OPERATION: Arrival = Arrival {
-    broker: -1,
-    conn: 0,
-    peer: SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0),
-};
-
-/// Where an entry came from, before it has a number.
-#[derive(Debug, Clone)]
-pub(crate) struct Arrival {
-    pub broker: i32,
-    pub conn: u64,
-    pub peer: SocketAddr,
-}
-
-/// The cluster's journal.
-#[derive(Debug)]
-pub(crate) struct Journal {
-    started: Instant,
-    capacity: usize,
-    state: Mutex<State>,
-    sink: Option<Mutex<Sink>>,
-    appended: Notify,
-    /// Every entry as it completes, to whoever subscribed ([`Journal::subscribe`]).
-    /// Shared, so the channel's slots stay small: it allocates all of them up front.
-    completed: tokio::sync::broadcast::Sender<std::sync::Arc<Entry>>,
-}
-
-/// Completed entries a subscriber may fall behind by before it misses some
-/// (`RecvError::Lagged`).
-pub const SUBSCRIBER_BACKLOG: usize = 16 * 1024;
-
-#[derive(Debug, Default)]
-struct State {
-    /// The newest entries, in seq order, each with whether it is complete.
-    entries: VecDeque<(Entry, bool)>,
-    /// Entries dropped from memory before they were complete, kept until then for the sink.
-    unfinished: HashMap<u64, Entry>,
-    next_seq: u64,
-    evicted: u64,
-}
-
-/// Where complete entries are written as JSON Lines.
-pub(crate) struct Sink(pub Box<dyn Write + Send>);
-
-impl std::fmt::Debug for Sink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Sink")
-    }
-}
-
-impl Journal {
-    pub fn new(capacity: usize, sink: Option<Sink>) -> Self {
-        Self {
-            started: Instant::now(),
-            capacity,
-            state: Mutex::new(State {
-                next_seq: 1,
-                ..State::default()
-            }),
-            sink: sink.map(Mutex::new),
-            appended: Notify::new(),
-            completed: tokio::sync::broadcast::channel(SUBSCRIBER_BACKLOG).0,
-        }
-    }
-
-    /// Whether entries are kept anywhere: in memory (capacity above 0) or in a sink. When not,
-    /// the journal is off and [`Self::number`] is all a request needs.
-    pub fn records(&self) -> bool {
-        self.capacity > 0 || self.sink.is_some()
-    }
-
-    /// Gives a request its seq without building an entry (journal off), counting it as evicted.
-    pub fn number(&self) -> u64 {
-        let mut state = self.state();
-        let seq = state.next_seq;
-        state.next_seq += 1;
-        state.evicted += 1;
-        seq
-    }
-
-    /// µs since the cluster started.
-    pub fn now_us(&self) -> u64 {
-        self.started.elapsed().as_micros() as u64
-    }
-
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Numbers and appends an entry in one step; `fill` sets the request fields.
-    pub fn append(&self, from: &Arrival, fill: impl FnOnce(&mut Entry)) -> u64 {
-        let mut state = self.state();
-        // Read the clock under the lock, so `at_us` never goes backwards as `seq` goes up.
-        let at_us = self.now_us();
-        let seq = state.next_seq;
-        state.next_seq += 1;
-        let mut entry = Entry::new(seq, at_us, from);
-        fill(&mut entry);
-        state.entries.push_back((entry, false));
-        if state.entries.len() > self.capacity {
-            if let Some((old, finished)) = state.entries.pop_front() {
-                state.evicted += 1;
-                if !finished && self.sink.is_some() {
-                    state.unfinished.insert(old.seq, old);
-                }
-            }
-        }
-        drop(state);
-        self.appended.notify_waiters();
-        seq
-    }
-
-    /// Completes entry `seq` and writes it to the sink, whether or not memory still holds it.
-    ///
-    /// The line reaches the sink before the completed entry can be seen in memory, so a reader
-    /// who saw the completion finds the line whole in the sink.
-    pub fn finish(&self, seq: u64, complete: impl FnOnce(&mut Entry)) {
-        let mut sink = self
-            .sink
-            .as_ref()
-            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut state = self.state();
-        let first = state.entries.front().map_or(u64::MAX, |(e, _)| e.seq);
-        let in_memory = seq
-            .checked_sub(first)
-            .and_then(|i| state.entries.get_mut(i as usize));
-        // A copy is made only for someone who reads it: the sink or a subscriber.
-        let published = sink.is_some() || self.completed.receiver_count() > 0;
-        let entry = match in_memory {
-            Some((entry, finished)) => {
-                complete(entry);
-                *finished = true;
-                published.then(|| entry.clone())
-            }
-            None => state.unfinished.remove(&seq).map(|mut entry| {
-                complete(&mut entry);
-                entry
-            }),
-        };
-        if let Some(entry) = entry {
-            self.publish(sink.as_deref_mut(), entry);
-        }
-        drop(state);
-        drop(sink);
-        self.appended.notify_waiters();
-    }
-
-    /// Hands a completed entry to subscribers and the sink. Called under the journal lock
-    /// (and the sink's, taken first), so a subscriber that then reads memory sees each entry
-    /// either complete there or later here. No subscriber, no copy.
-    fn publish(&self, sink: Option<&mut Sink>, entry: Entry) {
-        if let Some(sink) = sink {
-            let mut line = Vec::with_capacity(512);
-            let written = write_line(&mut line, &entry).and_then(|()| {
-                sink.0
-                    .write_all(&line)
-                    .and_then(|()| sink.0.flush())
-                    .map_err(|e| JournalError::Json(e.to_string()))
-            });
-            if let Err(e) = written {
-                tracing::error!("journal sink: {e}");
-            }
-        }
-        if self.completed.receiver_count() > 0 {
-            let _ = self.completed.send(std::sync::Arc::new(entry));
-        }
-    }
-
-    /// Journals a cluster operation as a complete entry of its own, when the journal records.
-    pub fn record_operation(&self, node_id: i32, operation: ClusterOperation) {
-        if !self.records() {
-            return;
-        }
-        let from = Arrival {
-            broker: node_id,
-            ..OPERATION
-        };
-        let seq = self.append(&from, |entry| entry.operation = Some(operation));
-        self.finish(seq, |_| {});
-    }
-
-    /// Every entry completed from now on, in completion order (the journal must record: see
-    /// [`Self::records`]).
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<Entry>> {
-        self.completed.subscribe()
-    }
-
-    /// Forgets every entry kept in memory (and the evicted count), then numbers `marker` and
-    /// gives it to the sink and subscribers only. Numbering goes on, so nothing is numbered
-    /// twice; requests still in flight reach the sink when they complete, as evicted ones do.
-    pub fn clear(&self, marker: ClusterOperation) {
-        let mut sink = self
-            .sink
-            .as_ref()
-            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut state = self.state();
-        let in_flight: Vec<Entry> = std::mem::take(&mut state.entries)
-            .into_iter()
-            .filter(|(_, finished)| !finished)
-            .map(|(entry, _)| entry)
-            .collect();
-        if self.sink.is_some() {
-            state
-                .unfinished
-                .extend(in_flight.into_iter().map(|e| (e.seq, e)));
-        } else {
-            state.unfinished.clear();
-        }
-        state.evicted = 0;
-        if !self.records() {
-            return;
-        }
-        // Numbered under the same lock, so it falls between the entries it separates.
-        let seq = state.next_seq;
-        state.next_seq += 1;
-        let mut entry = Entry::new(seq, self.now_us(), &OPERATION);
-        entry.operation = Some(marker);
-        self.publish(sink.as_deref_mut(), entry);
-        drop(state);
-        drop(sink);
-        self.appended.notify_waiters();
-    }
-
-    pub fn snapshot(&self) -> JournalSnapshot {
-        let state = self.state();
-        JournalSnapshot {
-            entries: state.entries.iter().map(|(e, _)| e.clone()).collect(),
-            evicted: state.evicted,
-        }
-    }
-
-    /// Waits until an entry matching `pred` is in the journal (already there counts); woken
-    /// by every append and every completion.
-    pub async fn wait_for(
-        &self,
-        pred: impl Fn(&Entry) -> bool,
-        timeout: Duration,
-    ) -> Result<Entry, JournalError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let appended = self.appended.notified();
-            tokio::pin!(appended);
-            appended.as_mut().enable();
-            if let Some((found, _)) = self.state().entries.iter().find(|(e, _)| pred(e)) {
-                return Ok(found.clone());
-            }
-            if tokio::time::timeout_at(deadline, appended).await.is_err() {
-                let state = self.state();
-                let skip = state.entries.len().saturating_sub(10);
-                let mut last = Vec::new();
-                for (entry, _) in state.entries.iter().skip(skip) {
-                    let _ = write_line(&mut last, entry);
-                }
-                return Err(JournalError::Timeout {
-                    timeout,
-                    last: String::from_utf8_lossy(&last).into_owned(),
-                });
-            }
-        }
-    }
 }

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitStatus, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopic;
@@ -320,6 +320,50 @@ pub fn http_with(method: &str, url: &str, headers: &[&str], body: Option<(&str, 
     }
 }
 
+/// `curl -N control/journal/stream QUERY`, once its headers have come: the stream is
+/// subscribed then. The body is left to read.
+pub fn open_stream(server: &Server, query: &str) -> (Child, BufReader<ChildStdout>) {
+    let url = format!("{}/journal/stream{query}", server.control);
+    let mut curl = Command::new(CURL)
+        .args(["-sSN", "--max-time", "30", "-D", "-", &url])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("curl starts");
+    let mut out = BufReader::new(curl.stdout.take().expect("stdout is piped"));
+    let mut line = String::new();
+    let headers = loop {
+        line.clear();
+        match out.read_line(&mut line) {
+            Ok(0) => break Err("end of output".to_owned()),
+            Ok(_) if line.trim().is_empty() => break Ok(()),
+            Ok(_) => {}
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    if let Err(e) = headers {
+        let _ = curl.kill();
+        let status = curl.wait();
+        panic!("the stream ended before its headers ({e}); curl: {status:?}");
+    } else {
+        (curl, out)
+    }
+}
+
+/// An in-memory JSON Lines sink the test can read while the cluster writes to it.
+#[derive(Clone, Default)]
+pub struct SharedBuffer(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A journal file under the temp directory with a name no other test (or run) uses, removed
 /// when dropped.
 pub struct JournalFile(PathBuf);
@@ -371,14 +415,30 @@ pub fn kmock_check(args: &[&str]) -> (i32, String, String) {
 /// An OffsetCommit of `offset` for `group`/`topic`-0 from outside group management
 /// (generation -1, no member id), as Kafka takes from an admin client or `assign()` consumer.
 pub fn commit_request(group: &str, topic: &str, offset: i64) -> OffsetCommitRequest {
+    wide_commit_request(group, topic, 1, offset)
+}
+
+/// As [`commit_request`], of `offset` for each of `topic`'s partitions 0..`partitions`.
+pub fn wide_commit_request(
+    group: &str,
+    topic: &str,
+    partitions: i32,
+    offset: i64,
+) -> OffsetCommitRequest {
     OffsetCommitRequest::default()
         .with_group_id(GroupId(group.to_string().into()))
         .with_generation_id_or_member_epoch(-1)
         .with_topics(vec![OffsetCommitRequestTopic::default()
             .with_name(TopicName(topic.to_string().into()))
-            .with_partitions(vec![
-                OffsetCommitRequestPartition::default().with_committed_offset(offset)
-            ])])
+            .with_partitions(
+                (0..partitions)
+                    .map(|p| {
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(p)
+                            .with_committed_offset(offset)
+                    })
+                    .collect(),
+            )])
 }
 
 /// An OffsetCommit of `topic`-`partition` at `offset` by `member_id` of `group` in `generation`.

@@ -1,0 +1,237 @@
+//! What the journal records of a request ([`summarize`]): the decoded fields ordering depends
+//! on, each list bounded by [`MAX_SUMMARY_ITEMS`].
+
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::{ConsumerProtocolAssignment, RequestKind};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use uuid::Uuid;
+
+use super::summary::*;
+use crate::state::batch;
+
+/// Summarizes a decoded request; `topic_name` resolves v13+ topic ids.
+pub(crate) fn summarize(
+    request: &RequestKind,
+    topic_name: impl Fn(Uuid) -> Option<String>,
+) -> RequestSummary {
+    let name = |name: &str, id: Uuid| match name {
+        "" => topic_name(id).unwrap_or_else(|| id.to_string()),
+        n => n.to_owned(),
+    };
+    match request {
+        RequestKind::Produce(r) => {
+            let total = r.topic_data.iter().map(|t| t.partition_data.len()).sum();
+            let partitions: Vec<_> = r
+                .topic_data
+                .iter()
+                .flat_map(|t| {
+                    let topic = name(t.name.0.as_str(), t.topic_id);
+                    t.partition_data.iter().map(move |p| {
+                        let header = p.records.as_deref().and_then(batch::header);
+                        ProducePartition {
+                            topic: topic.clone(),
+                            partition: p.index,
+                            producer_id: header.map_or(-1, |h| h.producer_id),
+                            producer_epoch: header.map_or(-1, |h| h.producer_epoch),
+                            base_sequence: header.map_or(-1, |h| h.base_sequence),
+                            record_count: header.map_or(0, |h| h.record_count),
+                            base_offset: None,
+                            error_code: None,
+                        }
+                    })
+                })
+                .take(MAX_SUMMARY_ITEMS)
+                .collect();
+            RequestSummary::Produce(ProduceSummary {
+                transactional_id: r.transactional_id.as_ref().map(|t| t.0.as_str().to_owned()),
+                acks: r.acks,
+                timeout_ms: r.timeout_ms,
+                dropped_partitions: bounded_len(total, partitions.len()),
+                partitions,
+            })
+        }
+        RequestKind::Fetch(r) => {
+            let total = r.topics.iter().map(|t| t.partitions.len()).sum();
+            let partitions: Vec<_> = r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    let topic = name(t.topic.0.as_str(), t.topic_id);
+                    t.partitions.iter().map(move |p| FetchPartition {
+                        topic: topic.clone(),
+                        partition: p.partition,
+                        fetch_offset: p.fetch_offset,
+                        high_watermark: None,
+                        records_bytes: None,
+                        error_code: None,
+                    })
+                })
+                .take(MAX_SUMMARY_ITEMS)
+                .collect();
+            RequestSummary::Fetch(FetchSummary {
+                isolation_level: r.isolation_level,
+                max_wait_ms: r.max_wait_ms,
+                min_bytes: r.min_bytes,
+                max_bytes: r.max_bytes,
+                dropped_partitions: bounded_len(total, partitions.len()),
+                partitions,
+            })
+        }
+        RequestKind::ListOffsets(r) => {
+            let total = r.topics.iter().map(|t| t.partitions.len()).sum();
+            let partitions: Vec<_> = r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(move |p| ListOffsetsPartition {
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p.partition_index,
+                        timestamp: p.timestamp,
+                        offset: None,
+                        error_code: None,
+                    })
+                })
+                .take(MAX_SUMMARY_ITEMS)
+                .collect();
+            RequestSummary::ListOffsets(ListOffsetsSummary {
+                isolation_level: r.isolation_level,
+                dropped_partitions: bounded_len(total, partitions.len()),
+                partitions,
+            })
+        }
+        RequestKind::InitProducerId(r) => RequestSummary::InitProducerId(InitProducerIdSummary {
+            transactional_id: r.transactional_id.as_ref().map(|t| t.0.as_str().to_owned()),
+            transaction_timeout_ms: r.transaction_timeout_ms,
+            producer_id: r.producer_id.0,
+            producer_epoch: r.producer_epoch,
+            assigned_producer_id: None,
+            assigned_producer_epoch: None,
+        }),
+        RequestKind::OffsetCommit(r) => {
+            let total = r.topics.iter().map(|t| t.partitions.len()).sum();
+            let partitions: Vec<_> = r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(move |p| CommitPartition {
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p.partition_index,
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata: text(&p.committed_metadata),
+                        error_code: None,
+                    })
+                })
+                .take(MAX_SUMMARY_ITEMS)
+                .collect();
+            RequestSummary::OffsetCommit(OffsetCommitSummary {
+                group_id: r.group_id.0.as_str().to_owned(),
+                generation_id: r.generation_id_or_member_epoch,
+                member_id: r.member_id.as_str().to_owned(),
+                group_instance_id: text(&r.group_instance_id),
+                dropped_partitions: bounded_len(total, partitions.len()),
+                partitions,
+            })
+        }
+        RequestKind::OffsetFetch(r) => RequestSummary::OffsetFetch(OffsetFetchSummary {
+            groups: if r.groups.is_empty() {
+                vec![r.group_id.0.as_str().to_owned()]
+            } else {
+                r.groups
+                    .iter()
+                    .map(|g| g.group_id.0.as_str().to_owned())
+                    .collect()
+            },
+            offsets: None,
+            dropped_offsets: 0,
+        }),
+        RequestKind::JoinGroup(r) => RequestSummary::JoinGroup(JoinGroupSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            member_id: r.member_id.as_str().to_owned(),
+            group_instance_id: text(&r.group_instance_id),
+            protocol_type: r.protocol_type.as_str().to_owned(),
+            protocols: r
+                .protocols
+                .iter()
+                .map(|p| p.name.as_str().to_owned())
+                .collect(),
+            session_timeout_ms: r.session_timeout_ms,
+            rebalance_timeout_ms: r.rebalance_timeout_ms,
+            generation_id: None,
+            assigned_member_id: None,
+            leader: None,
+        }),
+        RequestKind::SyncGroup(r) => RequestSummary::SyncGroup(SyncGroupSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            generation_id: r.generation_id,
+            member_id: r.member_id.as_str().to_owned(),
+            group_instance_id: text(&r.group_instance_id),
+            assignments: r
+                .assignments
+                .iter()
+                .map(|a| MemberAssignment {
+                    member_id: a.member_id.as_str().to_owned(),
+                    partitions: consumer_assignment(&a.assignment),
+                })
+                .collect(),
+            assignment: None,
+        }),
+        RequestKind::Heartbeat(r) => RequestSummary::Heartbeat(GroupMemberSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            generation_id: r.generation_id,
+            member_id: r.member_id.as_str().to_owned(),
+            group_instance_id: text(&r.group_instance_id),
+        }),
+        RequestKind::LeaveGroup(r) => RequestSummary::LeaveGroup(LeaveGroupSummary {
+            group_id: r.group_id.0.as_str().to_owned(),
+            members: if r.members.is_empty() {
+                vec![(r.member_id.as_str().to_owned(), None)]
+            } else {
+                r.members
+                    .iter()
+                    .map(|m| (m.member_id.as_str().to_owned(), text(&m.group_instance_id)))
+                    .collect()
+            },
+        }),
+        RequestKind::DeleteTopics(r) => RequestSummary::DeleteTopics(
+            r.topic_names
+                .iter()
+                .map(|t| t.0.as_str().to_owned())
+                .chain(r.topics.iter().map(|t| match &t.name {
+                    Some(n) => n.0.as_str().to_owned(),
+                    None => name("", t.topic_id),
+                }))
+                .map(|topic| DeletedTopic {
+                    topic,
+                    error_code: None,
+                })
+                .collect(),
+        ),
+        _ => RequestSummary::Other,
+    }
+}
+
+fn text(s: &Option<StrBytes>) -> Option<String> {
+    s.as_ref().map(|s| s.as_str().to_owned())
+}
+
+/// Decodes assignment bytes as the consumer protocol's member assignment (a version, then
+/// the fields of that version), `None` when they are not one.
+pub(super) fn consumer_assignment(bytes: &Bytes) -> Option<Vec<TopicPartitions>> {
+    if bytes.len() < 2 {
+        return None;
+    }
+    let mut buf = bytes.clone();
+    let version = buf.get_i16();
+    let assignment = ConsumerProtocolAssignment::decode(&mut buf, version).ok()?;
+    Some(
+        assignment
+            .assigned_partitions
+            .into_iter()
+            .map(|tp| TopicPartitions {
+                topic: tp.topic.0.as_str().to_owned(),
+                partitions: tp.partitions,
+            })
+            .collect(),
+    )
+}

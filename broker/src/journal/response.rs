@@ -1,0 +1,196 @@
+//! What the journal records of an answer: the answered fields of a request summary
+//! ([`complete`]) and the error codes ([`error_codes`]).
+
+use kafka_protocol::messages::ResponseKind;
+
+use super::request::consumer_assignment;
+use super::summary::{bounded_len, FetchedOffset, RequestSummary, MAX_SUMMARY_ITEMS};
+
+/// Fills a summary's answered fields from the response. Handlers answer topics and partitions
+/// in request order, so items are matched by position.
+pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
+    match (summary, response) {
+        (RequestSummary::Produce(s), ResponseKind::Produce(r)) => {
+            let answers = r.responses.iter().flat_map(|t| &t.partition_responses);
+            for (p, a) in s.partitions.iter_mut().zip(answers) {
+                p.error_code = Some(a.error_code);
+                p.base_offset = (a.error_code == 0).then_some(a.base_offset);
+            }
+        }
+        (RequestSummary::Fetch(s), ResponseKind::Fetch(r)) => {
+            let answers = r.responses.iter().flat_map(|t| &t.partitions);
+            for (p, a) in s.partitions.iter_mut().zip(answers) {
+                p.error_code = Some(a.error_code);
+                p.high_watermark = Some(a.high_watermark);
+                p.records_bytes = Some(a.records.as_ref().map_or(0, |r| r.len()));
+            }
+        }
+        (RequestSummary::ListOffsets(s), ResponseKind::ListOffsets(r)) => {
+            let answers = r.topics.iter().flat_map(|t| &t.partitions);
+            for (p, a) in s.partitions.iter_mut().zip(answers) {
+                p.error_code = Some(a.error_code);
+                p.offset = Some(a.offset);
+            }
+        }
+        (RequestSummary::DeleteTopics(s), ResponseKind::DeleteTopics(r)) => {
+            // Answered in request order, one result per topic named.
+            for (t, a) in s.iter_mut().zip(&r.responses) {
+                t.error_code = Some(a.error_code);
+            }
+        }
+        (RequestSummary::InitProducerId(s), ResponseKind::InitProducerId(r)) => {
+            s.assigned_producer_id = Some(r.producer_id.0);
+            s.assigned_producer_epoch = Some(r.producer_epoch);
+        }
+        (RequestSummary::OffsetCommit(s), ResponseKind::OffsetCommit(r)) => {
+            let answers = r.topics.iter().flat_map(|t| &t.partitions);
+            for (p, a) in s.partitions.iter_mut().zip(answers) {
+                p.error_code = Some(a.error_code);
+            }
+        }
+        (RequestSummary::OffsetFetch(s), ResponseKind::OffsetFetch(r)) => {
+            let mut offsets = Vec::new();
+            let single = s.groups.first().cloned().unwrap_or_default();
+            let total = r.topics.iter().map(|t| t.partitions.len()).sum::<usize>()
+                + r.groups
+                    .iter()
+                    .flat_map(|g| &g.topics)
+                    .map(|t| t.partitions.len())
+                    .sum::<usize>();
+            // Past the bound, the offsets are counted, not kept.
+            for t in &r.topics {
+                for p in &t.partitions {
+                    if offsets.len() == MAX_SUMMARY_ITEMS {
+                        break;
+                    }
+                    offsets.push(FetchedOffset {
+                        group_id: single.clone(),
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p.partition_index,
+                        offset: p.committed_offset,
+                    });
+                }
+            }
+            for g in &r.groups {
+                for t in &g.topics {
+                    for p in &t.partitions {
+                        if offsets.len() == MAX_SUMMARY_ITEMS {
+                            break;
+                        }
+                        offsets.push(FetchedOffset {
+                            group_id: g.group_id.0.as_str().to_owned(),
+                            topic: t.name.0.as_str().to_owned(),
+                            partition: p.partition_index,
+                            offset: p.committed_offset,
+                        });
+                    }
+                }
+            }
+            s.dropped_offsets = bounded_len(total, offsets.len());
+            s.offsets = Some(offsets);
+        }
+        (RequestSummary::JoinGroup(s), ResponseKind::JoinGroup(r)) => {
+            s.generation_id = Some(r.generation_id);
+            s.assigned_member_id = Some(r.member_id.as_str().to_owned());
+            s.leader = Some(r.leader.as_str().to_owned());
+        }
+        (RequestSummary::SyncGroup(s), ResponseKind::SyncGroup(r)) => {
+            s.assignment = consumer_assignment(&r.assignment);
+        }
+        _ => {}
+    }
+}
+
+/// Every distinct non-zero error code in a response, in order of appearance.
+pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
+    let codes: Vec<i16> = match response {
+        ResponseKind::Produce(r) => r
+            .responses
+            .iter()
+            .flat_map(|t| &t.partition_responses)
+            .map(|p| p.error_code)
+            .collect(),
+        ResponseKind::Fetch(r) => std::iter::once(r.error_code)
+            .chain(
+                r.responses
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            )
+            .collect(),
+        ResponseKind::ListOffsets(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| p.error_code)
+            .collect(),
+        ResponseKind::Metadata(r) => std::iter::once(r.error_code)
+            .chain(r.topics.iter().flat_map(|t| {
+                std::iter::once(t.error_code).chain(t.partitions.iter().map(|p| p.error_code))
+            }))
+            .collect(),
+        ResponseKind::ApiVersions(r) => vec![r.error_code],
+        ResponseKind::CreateTopics(r) => r.topics.iter().map(|t| t.error_code).collect(),
+        ResponseKind::DeleteTopics(r) => r.responses.iter().map(|t| t.error_code).collect(),
+        ResponseKind::CreatePartitions(r) => r.results.iter().map(|t| t.error_code).collect(),
+        ResponseKind::DescribeConfigs(r) => r.results.iter().map(|t| t.error_code).collect(),
+        ResponseKind::DescribeCluster(r) => vec![r.error_code],
+        ResponseKind::InitProducerId(r) => vec![r.error_code],
+        ResponseKind::OffsetCommit(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| p.error_code)
+            .collect(),
+        ResponseKind::OffsetFetch(r) => std::iter::once(r.error_code)
+            .chain(
+                r.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            )
+            .chain(r.groups.iter().flat_map(|g| {
+                std::iter::once(g.error_code).chain(
+                    g.topics
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .map(|p| p.error_code),
+                )
+            }))
+            .collect(),
+        ResponseKind::FindCoordinator(r) => std::iter::once(r.error_code)
+            .chain(r.coordinators.iter().map(|c| c.error_code))
+            .collect(),
+        ResponseKind::JoinGroup(r) => vec![r.error_code],
+        ResponseKind::SyncGroup(r) => vec![r.error_code],
+        ResponseKind::Heartbeat(r) => vec![r.error_code],
+        ResponseKind::LeaveGroup(r) => std::iter::once(r.error_code)
+            .chain(r.members.iter().map(|m| m.error_code))
+            .collect(),
+        ResponseKind::DescribeGroups(r) => r.groups.iter().map(|g| g.error_code).collect(),
+        ResponseKind::ListGroups(r) => vec![r.error_code],
+        ResponseKind::DeleteGroups(r) => r.results.iter().map(|g| g.error_code).collect(),
+        ResponseKind::OffsetDelete(r) => std::iter::once(r.error_code)
+            .chain(
+                r.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            )
+            .collect(),
+        ResponseKind::OffsetForLeaderEpoch(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| p.error_code)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut distinct = Vec::new();
+    for code in codes.into_iter().filter(|&c| c != 0) {
+        if !distinct.contains(&code) {
+            distinct.push(code);
+        }
+    }
+    distinct
+}

@@ -1,0 +1,477 @@
+//! The cluster's journal in memory ([`Journal`]): numbering, the two bounds (entries and
+//! bytes), completion, the JSON Lines sink, the live subscribers, and the pages the control
+//! API reads without copying.
+//!
+//! Entries are kept as `Arc<Entry>`: a completed entry is shared, never copied, with the
+//! subscribers and with the readers of the control API. Completed entries are also listed in
+//! completion order (the completion log), which live readers follow by position; an entry
+//! evicted from memory leaves a gap there, and a reader that reaches a gap has fallen behind.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::futures::Notified;
+use tokio::sync::{broadcast, Notify};
+
+use super::{size, write_line, ClusterOperation, Entry, JournalError, JournalSnapshot};
+
+/// Where a cluster operation's entry comes from: no broker, no connection, no peer.
+const OPERATION: Arrival = Arrival {
+    broker: -1,
+    conn: 0,
+    peer: SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0),
+};
+
+/// Completed entries a subscriber may fall behind by before it misses some
+/// (`RecvError::Lagged`).
+pub const SUBSCRIBER_BACKLOG: usize = 16 * 1024;
+
+/// Items the completion log may hold beyond the entries in memory: reset markers, and the
+/// entries completed just before a reset, for live readers still on their way to them.
+const LOG_SLACK: usize = 1024;
+
+/// Most entries one page looks at, so that a filtered page holds the lock briefly.
+const PAGE_SCAN: usize = 4096;
+
+/// A page stops once its entries reach this estimated size (and holds at least one entry):
+/// what a reader that does not read can keep alive past eviction.
+const PAGE_BYTES: usize = 1024 * 1024;
+
+/// Where an entry came from, before it has a number.
+#[derive(Debug, Clone)]
+pub(crate) struct Arrival {
+    pub broker: i32,
+    pub conn: u64,
+    pub peer: SocketAddr,
+}
+
+/// The cluster's journal.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    started: Instant,
+    capacity: usize,
+    max_bytes: usize,
+    state: Mutex<State>,
+    sink: Option<Mutex<Sink>>,
+    appended: Notify,
+    /// Every entry as it completes, to whoever subscribed ([`Journal::subscribe`]).
+    /// Shared, so the channel's slots stay small: it allocates all of them up front.
+    completed: broadcast::Sender<Arc<Entry>>,
+}
+
+/// One entry in memory.
+#[derive(Debug)]
+struct Slot {
+    entry: Arc<Entry>,
+    /// Its estimated heap size ([`size::entry_bytes`]).
+    bytes: usize,
+    /// Its position in the completion log, once complete.
+    done: Option<u64>,
+}
+
+/// A completed entry in the completion log, with its estimated size; `None` once evicted.
+type Logged = Option<(Arc<Entry>, usize)>;
+
+#[derive(Debug, Default)]
+struct State {
+    /// The newest entries, in seq order.
+    entries: VecDeque<Slot>,
+    /// The estimated bytes of `entries`.
+    bytes: usize,
+    /// Entries dropped from memory before they were complete, kept until then for the sink.
+    unfinished: HashMap<u64, Entry>,
+    /// Completed entries in completion order, for live readers.
+    log: VecDeque<Logged>,
+    /// The completion position of `log`'s front.
+    log_base: u64,
+    next_seq: u64,
+    evicted: u64,
+}
+
+/// Where complete entries are written as JSON Lines.
+pub(crate) struct Sink(pub Box<dyn Write + Send>);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
+}
+
+/// Where the journal stands, for a reader starting: what it may replay and follow.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cursor {
+    /// The seq of the oldest entry in memory (the next seq when memory is empty).
+    pub first: u64,
+    /// The seq of the newest entry numbered (0 for none).
+    pub last: u64,
+    /// The completion position: live entries are those completed from here on.
+    pub done: u64,
+}
+
+/// Entries in arrival order, shared with memory ([`Journal::page`]).
+#[derive(Debug)]
+pub(crate) struct Page {
+    pub entries: Vec<Arc<Entry>>,
+    /// The last seq looked at: the next page starts after it.
+    pub next: u64,
+    /// Seqs in the range asked that had left memory.
+    pub missed: u64,
+}
+
+/// Entries in completion order, shared with memory ([`Journal::live_page`]).
+#[derive(Debug)]
+pub(crate) enum LivePage {
+    /// Entries, and the position after them.
+    Entries(Vec<Arc<Entry>>, u64),
+    /// The reader's position has left memory; at least this many completed entries are lost
+    /// to it.
+    Behind(u64),
+}
+
+impl Journal {
+    /// A journal keeping at most `capacity` entries and `max_bytes` estimated bytes.
+    pub fn new(capacity: usize, max_bytes: usize, sink: Option<Sink>) -> Self {
+        Self {
+            started: Instant::now(),
+            capacity,
+            max_bytes,
+            state: Mutex::new(State {
+                next_seq: 1,
+                ..State::default()
+            }),
+            sink: sink.map(Mutex::new),
+            appended: Notify::new(),
+            completed: broadcast::channel(SUBSCRIBER_BACKLOG).0,
+        }
+    }
+
+    /// Whether entries are kept anywhere: in memory (both bounds above 0) or in a sink. When
+    /// not, the journal is off and [`Self::number`] is all a request needs.
+    pub fn records(&self) -> bool {
+        (self.capacity > 0 && self.max_bytes > 0) || self.sink.is_some()
+    }
+
+    /// Gives a request its seq without building an entry (journal off), counting it as evicted.
+    pub fn number(&self) -> u64 {
+        let mut state = self.state();
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        state.evicted += 1;
+        seq
+    }
+
+    /// µs since the cluster started.
+    pub fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Numbers and appends an entry in one step; `fill` sets the request fields.
+    pub fn append(&self, from: &Arrival, fill: impl FnOnce(&mut Entry)) -> u64 {
+        let mut state = self.state();
+        // Read the clock under the lock, so `at_us` never goes backwards as `seq` goes up.
+        let at_us = self.now_us();
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let mut entry = Entry::new(seq, at_us, from);
+        fill(&mut entry);
+        let bytes = size::entry_bytes(&entry);
+        state.bytes += bytes;
+        state.entries.push_back(Slot {
+            entry: Arc::new(entry),
+            bytes,
+            done: None,
+        });
+        self.evict(&mut state);
+        drop(state);
+        self.appended.notify_waiters();
+        seq
+    }
+
+    /// Completes entry `seq` and writes it to the sink, whether or not memory still holds it.
+    ///
+    /// The line reaches the sink before the completed entry can be seen in memory, so a reader
+    /// who saw the completion finds the line whole in the sink.
+    pub fn finish(&self, seq: u64, complete: impl FnOnce(&mut Entry)) {
+        let mut sink = self
+            .sink
+            .as_ref()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let first = state.entries.front().map_or(u64::MAX, |s| s.entry.seq);
+        let in_memory = seq
+            .checked_sub(first)
+            .and_then(|i| state.entries.get_mut(i as usize));
+        let completed = match in_memory {
+            Some(slot) => {
+                // Copied only if a reader holds the entry while it is incomplete.
+                let entry = Arc::make_mut(&mut slot.entry);
+                complete(entry);
+                let bytes = size::entry_bytes(entry);
+                state.bytes = state.bytes - slot.bytes + bytes;
+                slot.bytes = bytes;
+                if slot.done.is_none() {
+                    slot.done = Some(state.log_base + state.log.len() as u64);
+                    state.log.push_back(Some((slot.entry.clone(), bytes)));
+                }
+                Some(slot.entry.clone())
+            }
+            None => state.unfinished.remove(&seq).map(|mut entry| {
+                complete(&mut entry);
+                Arc::new(entry)
+            }),
+        };
+        if let Some(entry) = completed {
+            self.publish(sink.as_deref_mut(), entry);
+        }
+        self.evict(state);
+        drop(guard);
+        drop(sink);
+        self.appended.notify_waiters();
+    }
+
+    /// Drops the oldest entries while over either bound, leaving a gap in the completion log
+    /// for each completed one, then trims the log.
+    fn evict(&self, state: &mut State) {
+        while state.entries.len() > self.capacity || state.bytes > self.max_bytes {
+            let Some(slot) = state.entries.pop_front() else {
+                break;
+            };
+            state.bytes -= slot.bytes;
+            state.evicted += 1;
+            match slot.done {
+                Some(done) => {
+                    let logged = done
+                        .checked_sub(state.log_base)
+                        .and_then(|i| state.log.get_mut(i as usize));
+                    if let Some(logged) = logged {
+                        *logged = None;
+                    }
+                }
+                None if self.sink.is_some() => {
+                    let entry = Arc::unwrap_or_clone(slot.entry);
+                    state.unfinished.insert(entry.seq, entry);
+                }
+                None => {}
+            }
+        }
+        let limit = state.entries.len() + LOG_SLACK;
+        while matches!(state.log.front(), Some(None)) || state.log.len() > limit {
+            state.log.pop_front();
+            state.log_base += 1;
+        }
+    }
+
+    /// Hands a completed entry to subscribers and the sink. Called under the journal lock
+    /// (and the sink's, taken first), so a subscriber that then reads memory sees each entry
+    /// either complete there or later here.
+    fn publish(&self, sink: Option<&mut Sink>, entry: Arc<Entry>) {
+        if let Some(sink) = sink {
+            let mut line = Vec::with_capacity(512);
+            let written = write_line(&mut line, &entry).and_then(|()| {
+                sink.0
+                    .write_all(&line)
+                    .and_then(|()| sink.0.flush())
+                    .map_err(|e| JournalError::Json(e.to_string()))
+            });
+            if let Err(e) = written {
+                tracing::error!("journal sink: {e}");
+            }
+        }
+        if self.completed.receiver_count() > 0 {
+            let _ = self.completed.send(entry);
+        }
+    }
+
+    /// Journals a cluster operation as a complete entry of its own, when the journal records.
+    pub fn record_operation(&self, node_id: i32, operation: ClusterOperation) {
+        if !self.records() {
+            return;
+        }
+        let from = Arrival {
+            broker: node_id,
+            ..OPERATION
+        };
+        let seq = self.append(&from, |entry| entry.operation = Some(operation));
+        self.finish(seq, |_| {});
+    }
+
+    /// Every entry completed from now on, in completion order (the journal must record: see
+    /// [`Self::records`]).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Entry>> {
+        self.completed.subscribe()
+    }
+
+    /// Forgets every entry kept in memory (and the evicted count), then numbers `marker` and
+    /// gives it to the sink, subscribers and live readers only. Numbering goes on, so nothing
+    /// is numbered twice; requests still in flight reach the sink when they complete, as
+    /// evicted ones do. Live readers still get the entries completed before the reset (at most
+    /// [`LOG_SLACK`] of them).
+    pub fn clear(&self, marker: ClusterOperation) {
+        let mut sink = self
+            .sink
+            .as_ref()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut state = self.state();
+        let in_flight: Vec<Entry> = std::mem::take(&mut state.entries)
+            .into_iter()
+            .filter(|slot| slot.done.is_none())
+            .map(|slot| Arc::unwrap_or_clone(slot.entry))
+            .collect();
+        if self.sink.is_some() {
+            state
+                .unfinished
+                .extend(in_flight.into_iter().map(|e| (e.seq, e)));
+        } else {
+            state.unfinished.clear();
+        }
+        state.bytes = 0;
+        state.evicted = 0;
+        if self.records() {
+            // Numbered under the same lock, so it falls between the entries it separates.
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            let mut entry = Entry::new(seq, self.now_us(), &OPERATION);
+            entry.operation = Some(marker);
+            let entry = Arc::new(entry);
+            let bytes = size::entry_bytes(&entry);
+            state.log.push_back(Some((entry.clone(), bytes)));
+            self.publish(sink.as_deref_mut(), entry);
+        }
+        self.evict(&mut state);
+        drop(state);
+        drop(sink);
+        self.appended.notify_waiters();
+    }
+
+    /// A copy of every entry in memory.
+    pub fn snapshot(&self) -> JournalSnapshot {
+        let state = self.state();
+        JournalSnapshot {
+            entries: state.entries.iter().map(|s| (*s.entry).clone()).collect(),
+            evicted: state.evicted,
+        }
+    }
+
+    /// Where the journal stands now.
+    pub fn cursor(&self) -> Cursor {
+        let state = self.state();
+        Cursor {
+            first: state
+                .entries
+                .front()
+                .map_or(state.next_seq, |s| s.entry.seq),
+            last: state.next_seq - 1,
+            done: state.log_base + state.log.len() as u64,
+        }
+    }
+
+    /// Entries with seq in `(after, until]` that `keep` keeps, in arrival order: at most `max`,
+    /// about [`PAGE_BYTES`] of them, from at most [`PAGE_SCAN`] entries looked at.
+    pub fn page(&self, after: u64, until: u64, max: usize, keep: impl Fn(&Entry) -> bool) -> Page {
+        let state = self.state();
+        let first = state
+            .entries
+            .front()
+            .map_or(state.next_seq, |s| s.entry.seq);
+        let mut page = Page {
+            entries: Vec::new(),
+            next: after,
+            missed: 0,
+        };
+        if after >= until {
+            return page;
+        }
+        if after + 1 < first {
+            page.next = (first - 1).min(until);
+            page.missed = page.next - after;
+        }
+        let (mut bytes, mut scanned) = (0, 0);
+        let start = (page.next + 1).saturating_sub(first) as usize;
+        for slot in state.entries.range(start.min(state.entries.len())..) {
+            let full = page.entries.len() >= max || bytes >= PAGE_BYTES;
+            if slot.entry.seq > until || scanned == PAGE_SCAN || full {
+                break;
+            }
+            scanned += 1;
+            page.next = slot.entry.seq;
+            if keep(&slot.entry) {
+                bytes += slot.bytes;
+                page.entries.push(slot.entry.clone());
+            }
+        }
+        page
+    }
+
+    /// Entries completed from position `from` on that `keep` keeps, in completion order, with
+    /// the same limits as [`Self::page`]; [`LivePage::Behind`] when `from` has left memory.
+    pub fn live_page(&self, from: u64, max: usize, keep: impl Fn(&Entry) -> bool) -> LivePage {
+        let state = self.state();
+        let gone = |i: usize| state.log.range(i..).filter(|l| l.is_none()).count() as u64;
+        let Some(mut i) = from.checked_sub(state.log_base).map(|i| i as usize) else {
+            return LivePage::Behind(state.log_base - from + gone(0));
+        };
+        let (mut out, mut bytes, mut scanned) = (Vec::new(), 0, 0);
+        while let Some(logged) = state.log.get(i) {
+            if out.len() >= max || bytes >= PAGE_BYTES || scanned == PAGE_SCAN {
+                break;
+            }
+            let Some((entry, size)) = logged else {
+                if out.is_empty() {
+                    return LivePage::Behind(gone(i));
+                }
+                break;
+            };
+            scanned += 1;
+            i += 1;
+            if keep(entry) {
+                bytes += size;
+                out.push(entry.clone());
+            }
+        }
+        LivePage::Entries(out, state.log_base + i as u64)
+    }
+
+    /// Resolves at the next append or completion; enable it (or poll it once) before looking,
+    /// so that nothing in between is missed.
+    pub fn changed(&self) -> Notified<'_> {
+        self.appended.notified()
+    }
+
+    /// Waits until an entry matching `pred` is in the journal (already there counts); woken
+    /// by every append and every completion.
+    pub async fn wait_for(
+        &self,
+        pred: impl Fn(&Entry) -> bool,
+        timeout: Duration,
+    ) -> Result<Entry, JournalError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let appended = self.appended.notified();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            if let Some(found) = self.state().entries.iter().find(|s| pred(&s.entry)) {
+                return Ok((*found.entry).clone());
+            }
+            if tokio::time::timeout_at(deadline, appended).await.is_err() {
+                let state = self.state();
+                let skip = state.entries.len().saturating_sub(10);
+                let mut last = Vec::new();
+                for slot in state.entries.iter().skip(skip) {
+                    let _ = write_line(&mut last, &slot.entry);
+                }
+                return Err(JournalError::Timeout {
+                    timeout,
+                    last: String::from_utf8_lossy(&last).into_owned(),
+                });
+            }
+        }
+    }
+}
