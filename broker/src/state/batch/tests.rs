@@ -200,13 +200,16 @@ fn nullable(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
     }
 }
 
+/// A header as [`raw_record`] writes it: key and value, `None` for null.
+type RawHeader<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// One record as on the wire: offset delta `index`, `key`, `value`, `headers`, and `extra` bytes
 /// inside its length after its fields.
 fn raw_record(
     index: i32,
     key: Option<&[u8]>,
     value: Option<&[u8]>,
-    headers: &[(Option<&[u8]>, Option<&[u8]>)],
+    headers: &[RawHeader<'_>],
     extra: &[u8],
 ) -> Vec<u8> {
     let mut body = vec![0]; // attributes
