@@ -12,8 +12,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::io::BufWriter;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite, BufWriter};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -52,8 +52,11 @@ pub(crate) async fn serve(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let _ = stream.set_nodelay(true);
+                let (read_half, write_half) = stream.into_split();
                 tracker.spawn(run_connection(
-                    stream,
+                    read_half,
+                    write_half,
                     peer,
                     node_id,
                     Arc::clone(&shared),
@@ -70,8 +73,11 @@ pub(crate) async fn serve(
     tracing::debug!(broker = node_id, "listener stopped");
 }
 
-async fn run_connection(
-    stream: TcpStream,
+/// Serves one connection, given as its two halves (a socket's, or an in-memory pipe's for the
+/// fuzz targets), until the peer closes it, a bad frame closes it, or `close` is cancelled.
+pub(crate) async fn run_connection(
+    read_half: impl AsyncRead + Unpin,
+    write_half: impl AsyncWrite + Unpin,
     peer: SocketAddr,
     node_id: i32,
     shared: Arc<Shared>,
@@ -79,9 +85,7 @@ async fn run_connection(
 ) {
     let conn = shared.next_connection_id();
     let span = tracing::debug_span!("conn", broker = node_id, conn, %peer);
-    let _ = stream.set_nodelay(true);
     tracing::debug!(parent: &span, "connection opened");
-    let (read_half, write_half) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<(u64, Decoded, u32, Fired)>(READ_AHEAD);
     let read_ahead = Semaphore::new(READ_AHEAD_BYTES);
     let arrival = Arrival {
