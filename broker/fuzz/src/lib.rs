@@ -17,6 +17,11 @@ pub const TOPIC: &str = "orders";
 /// The broker every `broker_path` input is sent to.
 pub const NODE_ID: i32 = 1;
 
+/// How long, on the paused clock, one execution may run. A request may rightly wait days (a
+/// Fetch with `max_wait_ms` 2^30, as Kafka honours it), but the clock only jumps from timer to
+/// timer and the group timers tick every 10 ms, so such a wait would take minutes of real time.
+pub const VIRTUAL_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One cluster per process, on a current-thread runtime whose clock is paused: a long poll or a
 /// rebalance wait ends as soon as nothing else can run (the clock jumps to the next timer), so a
 /// Fetch asking to wait 2^31 ms costs no wall time.
@@ -52,11 +57,15 @@ impl Fixture {
 
     /// Resets the cluster (empty journal and logs, configured topics only, no group) and runs
     /// `input`, the bytes a client writes on one connection, through broker [`NODE_ID`]'s
-    /// connection task; gives what the broker wrote back.
+    /// connection task; gives what the broker wrote back. A connection still open after
+    /// [`VIRTUAL_TIME_LIMIT`] is dropped, as by a client that gives up, and gives nothing.
     pub fn serve(&self, input: &[u8]) -> Vec<u8> {
         self.runtime.block_on(async {
             self.cluster.reset();
-            kmock::fuzzing::serve_bytes(&self.cluster, NODE_ID, input).await
+            let serve = kmock::fuzzing::serve_bytes(&self.cluster, NODE_ID, input);
+            tokio::time::timeout(VIRTUAL_TIME_LIMIT, serve)
+                .await
+                .unwrap_or_default()
         })
     }
 }
