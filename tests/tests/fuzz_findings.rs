@@ -14,14 +14,15 @@ use kafka_protocol::ResponseError;
 /// Uncompressed size of the hostile batch's records: about what the original report sent.
 const INFLATED_BYTES: usize = 250 * 1024 * 1024;
 
-/// A zstd batch of about 22 KB whose records — the smallest a client can write, offset deltas
-/// in order — inflate to [`INFLATED_BYTES`], and whose header claims 2^31−1 records (last
+/// A zstd batch of about 22 KB whose records — the smallest a client can write, all alike
+/// (offset delta 0) so that they compress as well as the report's — inflate to
+/// [`INFLATED_BYTES`], and whose header claims 2^31−1 records (last
 /// offset delta 2^31−2, CRC right). `fuzz/record_batch` found the same shape at 2 MiB: the
 /// decoder reserved a record's memory per decompressed byte (here about 45 GB), and the
 /// allocation failure aborted the process.
 fn bomb() -> Bytes {
     let mut records = Vec::with_capacity(INFLATED_BYTES + 16);
-    let mut delta = 0i64;
+    let delta = 0i64;
     while records.len() < INFLATED_BYTES {
         // length, attributes 0, timestamp delta 0, offset delta, null key, empty value, no header
         let zigzag = |n: i64| ((n << 1) ^ (n >> 63)) as u64;
@@ -35,7 +36,6 @@ fn bomb() -> Bytes {
         body.extend_from_slice(&[1, 0, 0]); // key -1, value length 0, 0 headers
         records.push(zigzag(body.len() as i64) as u8);
         records.extend_from_slice(&body);
-        delta += 1;
     }
     let mut compressed = BytesMut::new();
     Zstd::compress(&mut compressed, |out: &mut BytesMut| {
