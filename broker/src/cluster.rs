@@ -113,9 +113,15 @@ impl Config {
             default_replication_factor: self.replication_factor(),
             offsets_topic_partitions: self.offsets_topic_partitions,
         };
-        let id_seed = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        // The fuzz targets' stored inputs name topics by id: with the `fuzzing` feature, the
+        // same ids in every process and after every reset.
+        let id_seed = if cfg!(feature = "fuzzing") {
+            0
+        } else {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        };
         let mut state = ClusterState::new(nodes, placement, id_seed);
         for (name, partitions) in &self.topics {
             state
@@ -821,6 +827,12 @@ impl Cluster {
     /// an `.await`.
     pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState> {
         self.inner.shared.state()
+    }
+
+    /// What every listener and connection of this cluster shares (for the fuzz entry point).
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
     }
 
     /// Every rule in force, with how often each matched and fired.

@@ -45,6 +45,9 @@ mod connection;
 pub mod control;
 mod error;
 mod faults;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handlers;
 pub mod journal;
 pub mod limits;

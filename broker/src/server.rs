@@ -14,7 +14,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -69,8 +70,11 @@ pub(crate) async fn serve(
                         continue;
                     }
                 };
+                let _ = stream.set_nodelay(true);
+                let (read_half, write_half) = stream.into_split();
                 tracker.spawn(run_connection(
-                    stream,
+                    read_half,
+                    write_half,
                     slot,
                     peer,
                     node_id,
@@ -88,8 +92,12 @@ pub(crate) async fn serve(
     tracing::debug!(broker = node_id, "listener stopped");
 }
 
-async fn run_connection(
-    stream: TcpStream,
+/// Serves one connection, given as its two halves (a socket's, or an in-memory pipe's for the
+/// fuzz targets), holding its place among the broker's connections (`_slot`) until the peer
+/// closes it, a bad frame or a connection limit closes it, or `close` is cancelled.
+pub(crate) async fn run_connection(
+    read_half: impl AsyncRead + Unpin,
+    write_half: impl AsyncWrite + Unpin,
     _slot: Slot,
     peer: SocketAddr,
     node_id: i32,
@@ -98,9 +106,7 @@ async fn run_connection(
 ) {
     let conn = shared.next_connection_id();
     let span = tracing::debug_span!("conn", broker = node_id, conn, %peer);
-    let _ = stream.set_nodelay(true);
     tracing::debug!(parent: &span, "connection opened");
-    let (read_half, write_half) = stream.into_split();
     // Boxed: the channel allocates its slots in blocks of 32 up front, which every idle
     // connection would hold at the size of a request.
     let (tx, mut rx) = mpsc::channel::<Box<(u64, Decoded, u32, Fired)>>(READ_AHEAD);

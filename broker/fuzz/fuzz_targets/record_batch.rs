@@ -1,0 +1,49 @@
+//! A structured v2 record batch (hostile counts and deltas, every codec, records well formed
+//! or raw, CRC fixed up most of the time) through kmock's batch validation. Must never panic or
+//! abort. Cross-checks: an accepted batch has a valid CRC, and kafka-protocol's decoder decodes
+//! it to the same record count; CORRUPT_MESSAGE means a short header or a CRC that mismatches.
+#![no_main]
+
+use kafka_protocol::records::RecordBatchDecoder;
+use kmock_fuzz::batch::BatchInput;
+use libfuzzer_sys::fuzz_target;
+
+/// CORRUPT_MESSAGE.
+const CORRUPT_MESSAGE: i16 = 2;
+
+/// Above this many records, kafka-protocol's decoder (a `Record` of about 150 bytes each) is
+/// not run for the cross-check, so the check stays fast and within the memory limit.
+const CROSS_CHECK_MAX_RECORDS: i32 = 1 << 16;
+
+fn crc_holds(bytes: &[u8]) -> bool {
+    bytes.len() >= 61
+        && u32::from_be_bytes(bytes[17..21].try_into().unwrap()) == crc32c::crc32c(&bytes[21..])
+}
+
+fuzz_target!(|input: BatchInput| {
+    let built = input.build();
+    match kmock::fuzzing::validate_batch(&built.bytes, input.rules()) {
+        Ok(count) => {
+            assert!(count >= 1, "accepted a batch of {count} records");
+            assert!(
+                crc_holds(&built.bytes),
+                "accepted a batch whose CRC mismatches"
+            );
+            if count <= CROSS_CHECK_MAX_RECORDS {
+                let mut bytes = built.bytes.clone();
+                let set = RecordBatchDecoder::decode(&mut bytes)
+                    .expect("kafka-protocol decodes a batch kmock accepted");
+                assert_eq!(set.records.len(), count as usize, "records decoded");
+                assert!(bytes.is_empty(), "bytes after the accepted batch");
+            }
+        }
+        Err((code, reason)) => {
+            if code == CORRUPT_MESSAGE {
+                assert!(
+                    !crc_holds(&built.bytes),
+                    "CORRUPT_MESSAGE for a whole batch whose CRC holds: {reason}"
+                );
+            }
+        }
+    }
+});
