@@ -59,12 +59,12 @@ pub struct BatchRules {
 /// # Errors
 /// The Kafka error code and the reason the partition is answered with.
 pub fn validate_batch(records: &Bytes, rules: BatchRules) -> Result<i32, (i16, String)> {
-    let rules = batch::Rules {
+    let topic_rules = batch::Rules {
         max_message_bytes: rules.max_message_bytes,
-        zstd_allowed: rules.zstd_allowed,
         key_required: rules.key_required,
     };
-    batch::validate(records, &rules)
+    batch::inspect(records, rules.zstd_allowed)
+        .validate(&topic_rules)
         .map(|valid| valid.info.record_count)
         .map_err(|invalid| (invalid.error.code(), invalid.reason))
 }
