@@ -85,15 +85,20 @@ async fn metadata_with_bystander(
     let big_answer = tokio::time::timeout(HANG_GUARD, big_answer)
         .await
         .context("the big Metadata was not answered")???;
-    let journal = cluster.journal();
-    let entry = |client: &str| {
-        journal
-            .client_id(client)
-            .next()
-            .cloned()
-            .with_context(|| format!("no journal entry from {client}"))
-    };
-    let (big_entry, bystander_entry) = (entry("big")?, entry("bystander")?);
+    // An entry is completed just after its answer is written: wait for each completion.
+    let mut answered = Vec::new();
+    for client in ["big", "bystander"] {
+        let entry = cluster
+            .wait_for(
+                |e| e.client_id.as_deref() == Some(client) && e.response.is_some(),
+                HANG_GUARD,
+            )
+            .await
+            .with_context(|| format!("the {client} request has no answer in the journal"))?;
+        answered.push(entry);
+    }
+    let bystander_entry = answered.pop().expect("two entries");
+    let big_entry = answered.pop().expect("two entries");
     same("the big request's seq", big_entry.seq, big_arrived.seq)?;
     ensure!(
         bystander_entry.seq > big_entry.seq,
@@ -101,12 +106,6 @@ async fn metadata_with_bystander(
         bystander_entry.seq,
         big_entry.seq
     );
-    for (who, e) in [("big", &big_entry), ("bystander", &bystander_entry)] {
-        ensure!(
-            e.response.is_some(),
-            "the {who} request has no answer in the journal: {e:?}"
-        );
-    }
     Ok(((big_answer, big_entry), (bystander_answer, bystander_entry)))
 }
 
