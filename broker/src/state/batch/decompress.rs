@@ -147,8 +147,9 @@ impl<'a> SnappyReader<'a> {
                 "a snappy block claims {claimed} bytes, past the {MAX_DECOMPRESSED_BYTES}-byte bound"
             )));
         }
-        self.block.clear();
-        self.block.resize(claimed, 0);
+        // A fresh zeroed allocation: large ones come from the kernel as untouched pages, so a
+        // corrupt block that fails early costs its claim in address space only.
+        self.block = vec![0; claimed];
         snap::raw::Decoder::new()
             .decompress(raw, &mut self.block)
             .map_err(io::Error::other)?;
