@@ -5,9 +5,6 @@ mod common;
 
 use std::time::Duration;
 
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::{GroupId, OffsetCommitRequest};
 use kmock::{ApiKey, Cluster, Entry, ResponseError, Rule};
 use kmock_client::{record, Client};
@@ -416,15 +413,9 @@ async fn a_rule_without_an_action_is_refused() {
     assert!(err.contains("no action"), "{err}");
 }
 
+/// A commit of offset `offset` of t-0 from outside group management.
 fn commit(group: &str, offset: i64) -> OffsetCommitRequest {
-    OffsetCommitRequest::default()
-        .with_group_id(GroupId(common::text(group)))
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(common::name("t"))
-            .with_partitions(vec![
-                OffsetCommitRequestPartition::default().with_committed_offset(offset)
-            ])])
+    common::requests::offset_commit(group, -1, "", "t", &[(0, offset)])
 }
 
 fn fetch_offsets(group: &str) -> kafka_protocol::messages::OffsetFetchRequest {
