@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{applied_unanswered, Checks, CommitScope, EntryRef, Violation};
+use super::{applied_unanswered, Checks, CommitScope, EntryRef, Severity, Violation};
 use crate::journal::{Entry, RequestSummary};
 
 /// `(topic, partition)`s of an assignment.
@@ -81,6 +81,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     {
                         violations.push(Violation {
                             kind: "stale-generation-commit".into(),
+                            severity: Severity::Violation,
                             key: c.group_id.clone(),
                             entries: vec![EntryRef::from(entry)],
                             message: format!(
@@ -117,6 +118,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                             if !has(current) && !previous.is_some_and(has) {
                                 violations.push(Violation {
                                     kind: "commit-for-unassigned-partition".into(),
+                                    severity: Severity::Violation,
                                     key: key_of(&p.topic, p.partition),
                                     entries: vec![EntryRef::from(entry)],
                                     message: format!(
@@ -143,6 +145,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                         if p.offset < previous.offset && !allowed {
                             violations.push(Violation {
                                 kind: "offset-commit-regression".into(),
+                                severity: Severity::Violation,
                                 key: key_of(&p.topic, p.partition),
                                 entries: vec![EntryRef::from(previous.entry), EntryRef::from(entry)],
                                 message: format!(

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::{sequence_ahead, Checks, EntryRef, Violation};
+use super::{sequence_ahead, Checks, EntryRef, Severity, Violation};
 use crate::journal::{Entry, RequestSummary};
 use crate::state::ClusterState;
 
@@ -30,6 +30,7 @@ pub fn check(state: &ClusterState, entries: &[Entry], checks: &Checks) -> Vec<Vi
                     if checks.runs("duplicate-write") {
                         violations.push(Violation {
                             kind: "duplicate-write".into(),
+                            severity: Severity::Violation,
                             key: key.clone(),
                             entries: Vec::new(),
                             message: format!(
@@ -47,6 +48,7 @@ pub fn check(state: &ClusterState, entries: &[Entry], checks: &Checks) -> Vec<Vi
                     {
                         violations.push(Violation {
                             kind: "out-of-order-write".into(),
+                            severity: Severity::Violation,
                             key: key.clone(),
                             entries: Vec::new(),
                             message: format!(
@@ -115,6 +117,7 @@ fn lost_writes(state: &ClusterState, entries: &[Entry]) -> Vec<Violation> {
             if !stored {
                 violations.push(Violation {
                     kind: "lost-write".into(),
+                    severity: Severity::Violation,
                     key,
                     entries: vec![EntryRef::from(entry)],
                     message: format!(

@@ -157,11 +157,41 @@ impl From<&Entry> for EntryRef {
     }
 }
 
-/// One broken invariant.
+/// How bad a finding is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// A guarantee broke or the client is stuck: acknowledged data lost, duplicated or
+    /// reordered, a committed offset moved backwards, a producer refused over and over without
+    /// recovering. Fails [`Report::is_clean`] and makes `kmock check` exit 1.
+    #[default]
+    Violation,
+    /// A protocol anomaly the client recovered from (e.g. a sequence gap answered
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER, then a new producer epoch and nothing lost). Reported and
+    /// counted, never a failure.
+    Warning,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Violation => "violation",
+            Self::Warning => "warning",
+        })
+    }
+}
+
+/// One finding of a check: a broken invariant ([`Severity::Violation`]) or an anomaly the
+/// client recovered from ([`Severity::Warning`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// The check's name, e.g. `offset-commit-regression`.
     pub kind: String,
+    /// How bad it is; `violation` when absent from older JSON.
+    #[serde(default)]
+    pub severity: Severity,
     /// What it is about, e.g. `billing/orders-0` or `producer 7 orders-2`.
     pub key: String,
     /// The entries involved, in arrival order.
@@ -175,7 +205,7 @@ pub struct Violation {
 pub struct Report {
     /// The checks that ran.
     pub checks: Vec<String>,
-    /// Every violation found, by check then arrival order.
+    /// Every finding, violations and warnings, by check then arrival order.
     pub violations: Vec<Violation>,
     /// Checks that could not run here, with why (e.g. log checks on an offline journal), and
     /// what the checks could not see: evicted entries, truncated request summaries.
@@ -183,12 +213,25 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether no violation was found.
+    /// Whether no finding of severity [`Severity::Violation`] was found (warnings allowed).
     pub fn is_clean(&self) -> bool {
-        self.violations.is_empty()
+        self.count(Severity::Violation) == 0
     }
 
-    /// Panics listing every violation, unless the report is clean.
+    /// How many findings of `severity` the report holds.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.violations
+            .iter()
+            .filter(|v| v.severity == severity)
+            .count()
+    }
+
+    /// The findings of one check (`kind`), violations and warnings, in report order.
+    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Violation> + 'a {
+        self.violations.iter().filter(move |v| v.kind == kind)
+    }
+
+    /// Panics listing every finding, unless the report is clean (warnings allowed).
     ///
     /// # Panics
     /// When there is a violation.
@@ -197,23 +240,39 @@ impl Report {
         assert!(
             self.is_clean(),
             "kmock checks found {} violation(s):\n{self}",
-            self.violations.len()
+            self.count(Severity::Violation)
         );
     }
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for v in &self.violations {
-            writeln!(f, "{} [{}]: {}", v.kind, v.key, v.message)?;
+        // Violations first, then warnings; each group in report order.
+        for severity in [Severity::Violation, Severity::Warning] {
+            for v in self.violations.iter().filter(|v| v.severity == severity) {
+                let tag = match severity {
+                    Severity::Violation => String::new(),
+                    Severity::Warning => "warning: ".to_owned(),
+                };
+                writeln!(f, "{tag}{} [{}]: {}", v.kind, v.key, v.message)?;
+            }
         }
         for s in &self.skipped {
             writeln!(f, "skipped: {s}")?;
         }
-        if self.violations.is_empty() {
-            writeln!(f, "clean: {} checks, no violation", self.checks.len())?;
+        let warnings = match self.count(Severity::Warning) {
+            0 => String::new(),
+            1 => ", 1 warning".to_owned(),
+            n => format!(", {n} warnings"),
+        };
+        match self.count(Severity::Violation) {
+            0 => writeln!(
+                f,
+                "clean: {} checks, no violation{warnings}",
+                self.checks.len()
+            ),
+            n => writeln!(f, "{n} violation(s){warnings}"),
         }
-        Ok(())
     }
 }
 

@@ -21,7 +21,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::{applied_unanswered, sequence_ahead, Checks, EntryRef, Violation, SEQUENCE_SPACE};
+use super::{
+    applied_unanswered, sequence_ahead, Checks, EntryRef, Severity, Violation, SEQUENCE_SPACE,
+};
 use crate::journal::{Entry, RequestSummary};
 
 #[derive(Default)]
@@ -59,6 +61,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 if checks.runs(kind) {
                     violations.push(Violation {
                         kind: kind.into(),
+                        severity: Severity::Violation,
                         key: key.clone(),
                         entries: involved.into_iter().map(EntryRef::from).collect(),
                         message,
@@ -202,6 +205,7 @@ fn in_flight(entries: &[Entry], limit: usize) -> Vec<Violation> {
             involved.push(EntryRef::from(entry));
             violations.push(Violation {
                 kind: "inflight-exceeded".into(),
+                severity: Severity::Violation,
                 key: format!("conn {}", entry.conn),
                 entries: involved,
                 message: format!(
