@@ -2,6 +2,7 @@
 //! programs in other languages), a cluster started from a scenario file, and numbered messages
 //! produced and read back with librdkafka ([`numbered`]).
 
+pub mod client_program;
 pub mod go_client;
 pub mod numbered;
 
