@@ -77,8 +77,8 @@ pub(super) fn check(rule: &Rule) -> Result<(), String> {
     };
     if let Some((min, max)) = rule.versions {
         // ApiVersions at any version is answered (with its v0 answer past the range).
-        let reachable = api == ApiKey::ApiVersions
-            || (min.max(implemented.min) <= max.min(implemented.max));
+        let reachable =
+            api == ApiKey::ApiVersions || (min.max(implemented.min) <= max.min(implemented.max));
         if min > max || !reachable {
             return Err(format!(
                 "the `versions` matcher ({min}..={max}) can never match {api:?}: kmock \

@@ -397,4 +397,3 @@ times_from_range!(
     std::ops::RangeToInclusive<u64>,
     std::ops::RangeFull
 );
-

@@ -40,8 +40,8 @@ pub(crate) use store::{Arrival, Cursor, Journal, LivePage, Sink};
 pub use summary::{
     CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
     InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
-    ListOffsetsSummary, MemberAssignment, MetadataSummary, OffsetCommitSummary,
-    OffsetFetchSummary, ProducePartition, ProduceSummary, RequestSummary, ResponseSummary, SyncGroupSummary,
+    ListOffsetsSummary, MemberAssignment, MetadataSummary, OffsetCommitSummary, OffsetFetchSummary,
+    ProducePartition, ProduceSummary, RequestSummary, ResponseSummary, SyncGroupSummary,
     TopicPartitions,
 };
 

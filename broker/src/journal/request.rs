@@ -210,7 +210,10 @@ pub(crate) fn summarize(
                 .collect(),
         ),
         RequestKind::Metadata(r) => {
-            let all = r.topics.as_ref().is_none_or(|t| t.is_empty() && version == 0);
+            let all = r
+                .topics
+                .as_ref()
+                .is_none_or(|t| t.is_empty() && version == 0);
             let total = r.topics.as_ref().map_or(0, Vec::len);
             let topics: Option<Vec<String>> = (!all).then(|| {
                 r.topics

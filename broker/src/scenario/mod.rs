@@ -257,6 +257,22 @@ mod tests {
     }
 
     #[test]
+    fn every_fixture_scenario_loads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/scenarios");
+        let mut loaded = 0;
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                if let Err(e) = Scenario::load(&path) {
+                    panic!("{e}");
+                }
+                loaded += 1;
+            }
+        }
+        assert!(loaded >= 4, "only {loaded} scenarios in {}", dir.display());
+    }
+
+    #[test]
     fn a_rule_needs_exactly_one_action() {
         let none = Scenario::parse("rules:\n  - api: Produce\n").unwrap_err();
         assert!(none.contains("no action"), "{none}");
@@ -299,7 +315,10 @@ mod tests {
         ] {
             let err = Scenario::parse(&format!("rules:\n  - {}\n", rule.replace('\n', "\n    ")))
                 .unwrap_err();
-            assert!(err.contains(says) && err.contains("rule #1"), "{rule}: {err}");
+            assert!(
+                err.contains(says) && err.contains("rule #1"),
+                "{rule}: {err}"
+            );
         }
         for possible in [
             "api: Metadata\ntopic: t\nsilence: true",

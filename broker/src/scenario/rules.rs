@@ -275,4 +275,3 @@ fn range<T: std::str::FromStr + PartialOrd>(text: &str) -> Result<(Bound<T>, Bou
     }
     Ok((start, end))
 }
-
