@@ -111,6 +111,12 @@ async fn create(cx: &Ctx, topics: Vec<CreatableTopic>, validate_only: bool) -> R
         .with_validate_only(validate_only)
         .with_topics(topics);
     let answer = client.send(request, 7).await?;
+    // Kafka answers once its controller has committed the topic, before its broker serves it.
+    for t in &answer.topics {
+        if t.error_code == 0 && !validate_only {
+            cx.ready(&client, &t.name.0, t.num_partitions).await?;
+        }
+    }
     let mut lines: Lines = answer
         .topics
         .iter()
@@ -283,11 +289,23 @@ async fn create_topics_configs(cx: Ctx) -> Result<Lines> {
 async fn grow(cx: &Ctx, topics: Vec<CreatePartitionsTopic>, validate_only: bool) -> Result<Lines> {
     let client = cx.connect().await?;
     let mut names: Vec<String> = topics.iter().map(|t| t.name.0.to_string()).collect();
+    let counts: Vec<(String, i32)> = topics
+        .iter()
+        .map(|t| (t.name.0.to_string(), t.count))
+        .collect();
     let request = CreatePartitionsRequest::default()
         .with_timeout_ms(30_000)
         .with_validate_only(validate_only)
         .with_topics(topics);
     let answer = client.send(request, 3).await?;
+    // Kafka answers once its controller has committed the partitions, before its broker serves
+    // them.
+    for r in &answer.results {
+        let count = counts.iter().find(|(n, _)| n.as_str() == r.name.0.as_str());
+        if let (0, false, Some((full, count))) = (r.error_code, validate_only, count) {
+            cx.ready(&client, full, *count).await?;
+        }
+    }
     let mut lines: Lines = answer
         .results
         .iter()
