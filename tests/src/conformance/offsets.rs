@@ -59,8 +59,9 @@ async fn three_records(cx: &Ctx) -> Result<(Client, String)> {
     Ok((client, full))
 }
 
-/// ListOffsets at `version` of (partition, timestamp) entries of `full`: one line per answer,
-/// `P@TIMESTAMP: ERROR offset O timestamp T`; `connection closed` if the broker closed it.
+/// ListOffsets at `version` of (partition, timestamp) entries of `full`: a line naming the
+/// entries asked, then one line per answer, `P: ERROR offset O timestamp T`, sorted (Kafka
+/// answers the partitions in hash order); `connection closed` if the broker closed it.
 async fn list(cx: &Ctx, full: &str, version: i16, entries: &[(i32, i64)]) -> Result<Lines> {
     let client = cx.connect().await?;
     let request = ListOffsetsRequest::default()
@@ -79,22 +80,28 @@ async fn list(cx: &Ctx, full: &str, version: i16, entries: &[(i32, i64)]) -> Res
                     })
                     .collect(),
             )]);
+    let asked: Vec<String> = entries.iter().map(|(p, ts)| format!("{p}@{ts}")).collect();
+    let mut lines = vec![format!("v{version} [{}]:", asked.join(" "))];
     let Some(answer) = answered(client.send(request, version).await)? else {
-        return Ok(vec![format!("v{version}: connection closed")]);
+        lines.push("  connection closed".to_owned());
+        return Ok(lines);
     };
-    let mut lines = Vec::new();
-    for t in &answer.topics {
-        for (p, asked) in t.partitions.iter().zip(entries) {
-            lines.push(format!(
-                "v{version} {}@{}: {} offset {} timestamp {}",
+    let mut answers: Lines = answer
+        .topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| {
+            format!(
+                "  {}: {} offset {} timestamp {}",
                 p.partition_index,
-                asked.1,
                 err(p.error_code),
                 p.offset,
                 p.timestamp
-            ));
-        }
-    }
+            )
+        })
+        .collect();
+    answers.sort();
+    lines.extend(answers);
     Ok(lines)
 }
 

@@ -285,7 +285,8 @@ async fn create_topics_configs(cx: Ctx) -> Result<Lines> {
     Ok(lines)
 }
 
-/// CreatePartitions v3 of `topics` with `validate_only`: one line per result, then Metadata.
+/// CreatePartitions v3 of `topics` with `validate_only`: one line per result (sorted), then
+/// Metadata.
 async fn grow(cx: &Ctx, topics: Vec<CreatePartitionsTopic>, validate_only: bool) -> Result<Lines> {
     let client = cx.connect().await?;
     let mut names: Vec<String> = topics.iter().map(|t| t.name.0.to_string()).collect();
@@ -311,6 +312,7 @@ async fn grow(cx: &Ctx, topics: Vec<CreatePartitionsTopic>, validate_only: bool)
         .iter()
         .map(|r| format!("grow {}: {}", cx.short(&r.name.0), err(r.error_code)))
         .collect();
+    lines.sort();
     names.dedup();
     for full in names {
         lines.push(metadata_line(cx, &client, &full).await?);
