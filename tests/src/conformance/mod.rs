@@ -24,7 +24,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use futures::future::BoxFuture;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{CreateTopicsRequest, ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use kmock_client::Client;
@@ -164,7 +165,10 @@ impl Ctx {
         Ok(Ok(full))
     }
 
-    /// Waits until Metadata lists `full_name` with `partitions` partitions, each with a leader.
+    /// Waits until Metadata lists `full_name` with `partitions` partitions, each with a leader,
+    /// and that leader serves each (ListOffsets answers it without error: Kafka's Metadata can
+    /// name a leader before its replica manager has become one, and a Produce in between gets
+    /// NOT_LEADER_OR_FOLLOWER).
     ///
     /// # Errors
     /// The topic not being ready within the hang guard.
@@ -173,20 +177,44 @@ impl Ctx {
         loop {
             let metadata = client.metadata(Some(&[full_name])).await?;
             let t = &metadata.topics[0];
-            if t.error_code == 0
+            let listed = t.error_code == 0
                 && t.partitions.len() == partitions as usize
                 && t.partitions
                     .iter()
-                    .all(|p| p.error_code == 0 && p.leader_id.0 >= 0)
-            {
+                    .all(|p| p.error_code == 0 && p.leader_id.0 >= 0);
+            if listed && self.served(client, full_name, partitions).await? {
                 return Ok(());
             }
             if tokio::time::Instant::now() > deadline {
-                bail!("{full_name} has no leader for every partition: {t:?}");
+                bail!("{full_name} is not served on every partition: {t:?}");
             }
-            // Polling Metadata, the only way a client learns a topic is ready.
+            // Polling, the only way a client learns a topic is ready.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Whether ListOffsets (latest) answers every partition of `full_name` without error.
+    async fn served(&self, client: &Client, full_name: &str, partitions: i32) -> Result<bool> {
+        let request = ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(name(full_name))
+                .with_partitions(
+                    (0..partitions)
+                        .map(|p| {
+                            ListOffsetsPartition::default()
+                                .with_partition_index(p)
+                                .with_current_leader_epoch(-1)
+                                .with_timestamp(-1)
+                        })
+                        .collect(),
+                )]);
+        let answer = client.send(request, 7).await?;
+        Ok(answer
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .all(|p| p.error_code == 0))
     }
 }
 
