@@ -23,7 +23,7 @@ pub struct RealKafka {
 }
 
 impl RealKafka {
-    /// The node named by `KMOCK_KAFKA_BOOTSTRAP` if set, otherwise a new single KRaft node
+    /// The node named by `KMOCK_KAFKA_BOOTSTRAP` if set and not empty, otherwise a new single KRaft node
     /// (broker and controller in one process) on free loopback ports, started by
     /// `fixtures/kafka/kafka.sh start` in a state directory of its own. Starting takes about
     /// 5–10 s once the jars are fetched (the first start fetches them with Maven).
@@ -32,7 +32,7 @@ impl RealKafka {
     /// The script failing: no Java or Maven, the fetch failing, or the node not listing its
     /// broker in time (the script's message says which).
     pub fn start() -> Result<RealKafka> {
-        if let Ok(bootstrap) = std::env::var(BOOTSTRAP_ENV) {
+        if let Some(bootstrap) = std::env::var(BOOTSTRAP_ENV).ok().filter(|b| !b.is_empty()) {
             return Ok(RealKafka {
                 bootstrap,
                 owned_state: None,
