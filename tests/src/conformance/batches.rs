@@ -7,6 +7,8 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, Record, TimestampType};
 use kmock_client::encode_batch;
 
+/// Byte offset of the magic byte in a v2 batch header.
+const MAGIC: usize = 16;
 /// Byte offset of the CRC in a v2 batch header; the CRC covers every byte after it.
 const CRC: usize = 17;
 /// Byte offset of the attributes (i16) in a v2 batch header.
@@ -41,6 +43,12 @@ pub fn with_producer(mut batch: Vec<u8>, producer_id: i64, epoch: i16, sequence:
     batch[PRODUCER_ID..PRODUCER_ID + 8].copy_from_slice(&producer_id.to_be_bytes());
     batch[PRODUCER_ID + 8..PRODUCER_ID + 10].copy_from_slice(&epoch.to_be_bytes());
     batch[PRODUCER_ID + 10..PRODUCER_ID + 14].copy_from_slice(&sequence.to_be_bytes());
+    reseal(batch)
+}
+
+/// `batch` with its magic byte set to `magic`, CRC recomputed.
+pub fn with_magic(mut batch: Vec<u8>, magic: u8) -> Vec<u8> {
+    batch[MAGIC] = magic;
     reseal(batch)
 }
 

@@ -11,7 +11,7 @@ use kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest};
 use kafka_protocol::ResponseError;
 use kmock_client::{record, Client};
 
-use super::batches::{corrupt, legacy, record_at, v2, with_attributes, with_producer};
+use super::batches::{corrupt, legacy, record_at, v2, with_attributes, with_magic, with_producer};
 use super::{answered, case, err, name, Case, Ctx, Lines};
 
 pub const CASES: &[Case] = &[
@@ -35,6 +35,10 @@ pub const CASES: &[Case] = &[
     case!(
         produce_legacy_magic,
         "magic 0 and 1 message sets at Produce v9: kmock CORRUPT_MESSAGE, Kafka INVALID_RECORD"
+    ),
+    case!(
+        produce_unknown_magic,
+        "a batch of magic 3 or 255: kmock INVALID_RECORD, Kafka CORRUPT_MESSAGE"
     ),
     case!(
         produce_unknown_compression,
@@ -196,6 +200,18 @@ async fn produce_legacy_magic(cx: Ctx) -> Result<Lines> {
         let set = legacy(magic, b"k", b"v", now_ms());
         lines.push(format!("magic {magic}:"));
         lines.extend(produce(&cx, &client, vec![(full.clone(), 0, Some(set))], 1).await?);
+    }
+    Ok(lines)
+}
+
+/// A v2 batch whose magic byte says 3 (or 255), CRC intact.
+async fn produce_unknown_magic(cx: Ctx) -> Result<Lines> {
+    let (client, full) = topic(&cx, &[]).await?;
+    let mut lines = Vec::new();
+    for magic in [3, 255] {
+        let batch = with_magic(v2(&[record(b"k", b"v")])?, magic);
+        lines.push(format!("magic {magic}:"));
+        lines.extend(produce(&cx, &client, vec![(full.clone(), 0, Some(batch.into()))], 1).await?);
     }
     Ok(lines)
 }
