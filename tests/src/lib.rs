@@ -1,11 +1,14 @@
 //! Helpers for kmock's integration tests with real clients: the fixtures (scenarios and client
 //! programs in other languages), a cluster started from a scenario file, and numbered messages
-//! produced and read back with librdkafka ([`numbered`]).
+//! produced and read back with librdkafka ([`numbered`]), a real Apache Kafka ([`real_kafka`])
+//! and the differential harness that compares kmock with it ([`conformance`]).
 
 pub mod client_program;
+pub mod conformance;
 pub mod go_client;
 pub mod java_client;
 pub mod numbered;
+pub mod real_kafka;
 
 pub use numbered::{exactly_once_in_order, produce_numbered, read_log, Produced};
 

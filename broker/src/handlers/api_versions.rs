@@ -6,6 +6,13 @@
 //! gets INVALID_REQUEST with no API list, as Kafka's `ApiVersionsRequest.isValid`.
 //!
 //! Deviations from Apache Kafka: no supported or finalized features are advertised.
+//!
+//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
+//! recordings in `fixtures/conformance/`): ApiVersions v127 gets UNSUPPORTED_VERSION with every API
+//! listed, where Kafka lists only ApiVersions and its range (KIP-511)
+//! (`api_versions_unsupported_version`); Produce is advertised from v3, where Kafka 4.4 advertises
+//! v0 and closes the connection of a v0–v2 request; ListOffsets, OffsetCommit, OffsetFetch,
+//! ApiVersions and DeleteGroups stop one version below Kafka 4.4 (`api_versions_implemented_apis`).
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, ResponseKind};

@@ -15,6 +15,11 @@
 //!
 //! Deviations from Apache Kafka: a manual assignment is checked for its length and broker ids
 //! but leaders stay round-robin.
+//!
+//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
+//! recordings in `fixtures/conformance/`): a new partition's replica list naming a broker twice is
+//! accepted (Kafka: INVALID_REPLICA_ASSIGNMENT); a topic given twice is answered twice, where Kafka
+//! answers it once (`create_partitions_*` cases).
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};

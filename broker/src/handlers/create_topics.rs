@@ -15,6 +15,14 @@
 //! and the replication factor (that of its first partition), but replicas are placed
 //! round-robin as for a count; the cluster's default replication factor is 3 or the broker count
 //! if smaller (Kafka's `default.replication.factor` is 1), so that a broker going down fails over.
+//!
+//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
+//! recordings in `fixtures/conformance/`): a replica list naming a broker twice or none gets
+//! INVALID_REPLICATION_FACTOR, where Kafka answers INVALID_REPLICA_ASSIGNMENT; partition indexes
+//! that are not 0..n are accepted (Kafka: INVALID_REPLICA_ASSIGNMENT); a name given twice is
+//! answered twice, where Kafka answers it once; `message.timestamp.before.max.ms` and
+//! `after.max.ms` are unknown configs (INVALID_CONFIG); `__consumer_offsets` is created as an
+//! ordinary topic (`create_topics_*` cases).
 
 use std::collections::BTreeMap;
 

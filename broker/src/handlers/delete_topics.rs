@@ -13,6 +13,11 @@
 //! Deviations from Apache Kafka: deletion is immediate, where Kafka deletes asynchronously;
 //! past the bound kmock keeps the topics that come last in the request, where Kafka's
 //! `ControllerApis` hands the controller the topic ids in hash order.
+//!
+//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
+//! recordings in `fixtures/conformance/`): an entry naming both a name and an id deletes the topic,
+//! where Kafka answers INVALID_REQUEST; an entry with neither is UNKNOWN_TOPIC_ID, where Kafka
+//! answers INVALID_REQUEST (`delete_topics_*` cases).
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};

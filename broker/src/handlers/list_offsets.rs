@@ -7,7 +7,13 @@
 //! timestamp is at least it (-1 offset when none is). Partition leader and
 //! `current_leader_epoch` are checked as for Fetch.
 //!
-//! Deviations from Apache Kafka: none known.
+//! Deviations from Apache Kafka: those below.
+//!
+//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
+//! recordings in `fixtures/conformance/`): a partition named twice is answered per entry, where
+//! Kafka answers it once with INVALID_REQUEST; the special timestamps -3, -4, -5 and -6 are
+//! accepted below the version that brought each (v7, v8, v9, v11), and -6/-7 at v10 are read as
+//! timestamps, where Kafka answers UNSUPPORTED_VERSION (`list_offsets_*` cases).
 
 use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{

@@ -15,6 +15,12 @@
 //! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
 //! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; internal
 //! topics (`__consumer_offsets`) are not listed.
+//!
+//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
+//! recordings in `fixtures/conformance/`): an illegal topic name asked for without auto-creation is
+//! UNKNOWN_TOPIC_OR_PARTITION, where Kafka answers INVALID_TOPIC_EXCEPTION; a `__consumer_offsets`
+//! created by CreateTopics is listed, but not as internal (`metadata_unknown_and_invalid_topics`,
+//! `consumer_offsets_as_an_ordinary_topic`).
 
 use std::collections::{BTreeSet, HashSet};
 

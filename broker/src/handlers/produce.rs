@@ -16,6 +16,16 @@
 //!
 //! Deviations from Apache Kafka: transactional batches are refused with INVALID_TXN_STATE
 //! (kmock has no transactions yet).
+//!
+//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
+//! recordings in `fixtures/conformance/`): a partition named twice in one request (in one topic
+//! entry or two) is appended and answered twice, where Kafka appends and answers it once; an empty
+//! record set and magic 0/1 message sets get CORRUPT_MESSAGE (Kafka: INVALID_RECORD); a batch of an
+//! unknown magic (3, 255) gets INVALID_RECORD (Kafka: CORRUPT_MESSAGE); compression codecs 5–7 get
+//! INVALID_RECORD (Kafka: UNKNOWN_SERVER_ERROR); a transactional batch (control or not) in a
+//! request without a transactional id gets INVALID_TXN_STATE or INVALID_RECORD, where Kafka answers
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED; `__consumer_offsets` accepts a client's records (Kafka:
+//! INVALID_TOPIC_EXCEPTION) (`produce_*` cases).
 
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
