@@ -303,3 +303,53 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
     api.shutdown().await;
     cluster.shutdown().await;
 }
+
+/// `--commit-scope group` compares every commit to the group, as `POST /check`'s
+/// `commit_scope` does: t-0 committed 12 by member x, then 11 by member y (both from outside
+/// group management, stored while the group is Empty) moved the group's offset back but
+/// neither member's own.
+#[tokio::test]
+async fn commit_scope_group_names_a_regression_across_members_that_member_scope_does_not() {
+    let file = JournalFile::new("commit-scope");
+    let cluster = Cluster::builder()
+        .topic("t", 1)
+        .journal_jsonl(std::fs::File::create(file.path()).unwrap())
+        .start()
+        .await
+        .unwrap();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    for (member, offset) in [("x", 12), ("y", 11)] {
+        let request = member_commit_request("billing", -1, member, "t", 0, offset);
+        let answer = client.send(request, 8).await.unwrap();
+        assert_eq!(
+            answer.topics[0].partitions[0].error_code, 0,
+            "{member}'s commit of {offset} is stored"
+        );
+    }
+    cluster.shutdown().await;
+
+    for scope in [None, Some("member")] {
+        let mut args = vec![file.path(), "--check", "offset-commit-regression"];
+        args.extend(scope.iter().flat_map(|s| ["--commit-scope", *s]));
+        let (code, stdout, stderr) = kmock_check(&args);
+        assert_eq!(
+            (code, stdout.as_str()),
+            (0, "clean: 1 checks, no violation\n"),
+            "scope {scope:?}; stderr: {stderr}"
+        );
+    }
+    let (code, stdout, stderr) = kmock_check(&[file.path(), "--commit-scope", "group"]);
+    assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines.len() == 2
+            && lines[0].starts_with("offset-commit-regression [billing/t-0]: OffsetCommit seq ")
+            && lines[0].contains(" set billing/t-0 to 11 after seq ")
+            && lines[0].ends_with(" had set it to 12: the committed offset moved backwards")
+            && lines[1] == "1 violation(s)",
+        "{stdout}"
+    );
+    let (code, _, stderr) = kmock_check(&[file.path(), "--commit-scope", "everyone"]);
+    assert_eq!(code, 2, "an unknown scope is refused: {stderr}");
+    assert!(stderr.contains("member") && stderr.contains("group"), "{stderr}");
+}
