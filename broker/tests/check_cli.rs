@@ -338,16 +338,22 @@ async fn commit_scope_group_names_a_regression_across_members_that_member_scope_
             "scope {scope:?}; stderr: {stderr}"
         );
     }
-    let (code, stdout, stderr) = kmock_check(&[file.path(), "--commit-scope", "group"]);
-    assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert!(
-        lines.len() == 2
-            && lines[0].starts_with("offset-commit-regression [billing/t-0]: OffsetCommit seq ")
-            && lines[0].contains(" set billing/t-0 to 11 after seq ")
-            && lines[0].ends_with(" had set it to 12: the committed offset moved backwards")
-            && lines[1] == "1 violation(s)",
-        "{stdout}"
+    let (code, stdout, stderr) = kmock_check(&[
+        file.path(),
+        "--check",
+        "offset-commit-regression",
+        "--commit-scope",
+        "group",
+    ]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (
+            1,
+            "offset-commit-regression [billing/t-0]: OffsetCommit seq 2 (conn 1) set billing/t-0 \
+             to 11 after seq 1 (conn 1) had set it to 12: the committed offset moved backwards\n\
+             1 violation(s)\n"
+        ),
+        "stderr: {stderr}"
     );
     let (code, _, stderr) = kmock_check(&[file.path(), "--commit-scope", "everyone"]);
     assert_eq!(code, 2, "an unknown scope is refused: {stderr}");

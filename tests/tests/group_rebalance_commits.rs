@@ -109,8 +109,9 @@ async fn script(offered: &[&str], cooperative: bool) -> Result<(Cluster, Report)
     same("generation after B joined", joined_a.generation_id, 2)?;
     same("leader of generation 2", joined_a.leader.to_string(), a_id.clone())?;
     let b_share: &[i32] = if cooperative { &[] } else { &[1] };
+    let shares = [(a_id.as_str(), &[0][..]), (b_id.as_str(), b_share)];
     let (synced_a, synced_b) = tokio::join!(
-        sync_v5(&a, 2, &a_id, chosen, &[(&a_id, &[0]), (&b_id, b_share)]),
+        sync_v5(&a, 2, &a_id, chosen, &shares),
         sync_v5(&b, 2, &b_id, chosen, &[]),
     );
     synced_a?;
@@ -128,8 +129,9 @@ async fn script(offered: &[&str], cooperative: bool) -> Result<(Cluster, Report)
     });
     let (rejoined_a, _) = (rejoined_a?, rejoined_b?);
     same("generation after A rejoined", rejoined_a.generation_id, 3)?;
+    let shares = [(a_id.as_str(), &[0][..]), (b_id.as_str(), &[1][..])];
     let (synced_a, synced_b) = tokio::join!(
-        sync_v5(&a, 3, &a_id, chosen, &[(&a_id, &[0]), (&b_id, &[1])]),
+        sync_v5(&a, 3, &a_id, chosen, &shares),
         sync_v5(&b, 3, &b_id, chosen, &[]),
     );
     synced_a?;

@@ -122,17 +122,15 @@ async fn run(strategy: &str) -> Result<BTreeSet<i32>> {
         chosen == BTreeSet::from([strategy.to_owned()]),
         "protocols the group chose: {chosen:?}, expected only {strategy:?}"
     );
-    let mut generations = BTreeSet::new();
-    let mut commits = 0;
-    for e in journal.offset_commits() {
-        let Some(RequestSummary::OffsetCommit(c)) = &e.request else {
-            continue;
-        };
-        if c.generation_id >= 0 && c.partitions.iter().any(|p| p.error_code == Some(0)) {
-            generations.insert(c.generation_id);
-            commits += 1;
-        }
-    }
+    // Partitions of members' commits Kafka stored: (seq, generation).
+    let stored: BTreeSet<(u64, i32)> = journal
+        .offset_commits()
+        .into_iter()
+        .filter(|c| c.generation_id >= 0 && c.commit.error_code == Some(0))
+        .map(|c| (c.entry.seq, c.generation_id))
+        .collect();
+    let generations: BTreeSet<i32> = stored.iter().map(|(_, g)| *g).collect();
+    let commits = stored.len();
     let report = cluster.check(&Checks::default());
     println!(
         "{strategy}: {produced} messages produced, {commits} commits stored in generations \
