@@ -107,7 +107,11 @@ async fn script(offered: &[&str], cooperative: bool) -> Result<(Cluster, Report)
     });
     let (joined_a, _) = (joined_a?, joined_b?);
     same("generation after B joined", joined_a.generation_id, 2)?;
-    same("leader of generation 2", joined_a.leader.to_string(), a_id.clone())?;
+    same(
+        "leader of generation 2",
+        joined_a.leader.to_string(),
+        a_id.clone(),
+    )?;
     let b_share: &[i32] = if cooperative { &[] } else { &[1] };
     let shares = [(a_id.as_str(), &[0][..]), (b_id.as_str(), b_share)];
     let (synced_a, synced_b) = tokio::join!(

@@ -102,7 +102,10 @@ async fn run(strategy: &str) -> Result<BTreeSet<i32>> {
     settle(&cluster, "consumer-2 joined", &[&first, &second]).await?;
     let third = member(&cluster, strategy, "consumer-3")?;
     settle(&cluster, "consumer-3 joined", &[&first, &second, &third]).await?;
-    println!("{strategy}, three members:\n{}", describe(&[&first, &second, &third]));
+    println!(
+        "{strategy}, three members:\n{}",
+        describe(&[&first, &second, &third])
+    );
     let errors_2 = second.close();
     settle(&cluster, "consumer-2 left", &[&first, &third]).await?;
     let errors = [first.close(), errors_2, third.close()].concat();
@@ -112,7 +115,11 @@ async fn run(strategy: &str) -> Result<BTreeSet<i32>> {
     let journal = cluster.journal();
     let chosen: BTreeSet<String> = journal
         .api("JoinGroup")
-        .filter(|e| e.response.as_ref().is_some_and(|r| r.error_codes.is_empty()))
+        .filter(|e| {
+            e.response
+                .as_ref()
+                .is_some_and(|r| r.error_codes.is_empty())
+        })
         .filter_map(|e| match &e.request {
             Some(RequestSummary::JoinGroup(j)) => j.protocol_name.clone(),
             _ => None,
@@ -167,7 +174,6 @@ async fn range_members_joining_and_leaving_while_committing_are_clean() -> Resul
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cooperative_sticky_members_joining_and_leaving_while_committing_are_clean() -> Result<()>
-{
+async fn cooperative_sticky_members_joining_and_leaving_while_committing_are_clean() -> Result<()> {
     runs("cooperative-sticky").await
 }

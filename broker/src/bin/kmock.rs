@@ -185,12 +185,14 @@ fn check(args: &Check) -> i32 {
         kmock::Checks::only(&args.checks)
     };
     let checks = match checks {
-        Ok(checks) => checks
-            .max_in_flight(args.max_in_flight)
-            .commit_scope(match args.commit_scope {
-                Scope::Member => kmock::check::CommitScope::Member,
-                Scope::Group => kmock::check::CommitScope::Group,
-            }),
+        Ok(checks) => {
+            checks
+                .max_in_flight(args.max_in_flight)
+                .commit_scope(match args.commit_scope {
+                    Scope::Member => kmock::check::CommitScope::Member,
+                    Scope::Group => kmock::check::CommitScope::Group,
+                })
+        }
         Err(e) => {
             eprintln!("kmock check: {e}");
             return 2;

@@ -13,14 +13,16 @@
 //!   what the new assignment took away until it joins again. Judged when its assignments decode
 //!   as the consumer protocol's;
 //! - `stale-generation-commit`: a commit whose generation is older than one the same member had
-//!   already been answered by JoinGroup when the commit arrived (whatever the broker answered:
-//!   the client sent it).
+//!   already been answered by JoinGroup when the commit arrived: a warning when the broker
+//!   refused it (ILLEGAL_GENERATION; librdkafka under `cooperative-sticky` sends its commits at
+//!   the old generation until its SyncGroup answer, and commits again in the new one), a
+//!   violation when the broker stored it.
 
 use std::collections::HashMap;
 
-use super::{applied_unanswered, Checks, CommitScope, EntryRef, Severity, Violation};
 use super::rebalance::{Members, Owned};
-use crate::journal::summary::OffsetCommitSummary;
+use super::{applied_unanswered, Checks, CommitScope, EntryRef, Severity, Violation};
+use crate::journal::summary::{CommitPartition, OffsetCommitSummary};
 use crate::journal::{Entry, RequestSummary};
 
 /// A commit accepted earlier: who, where, what.
@@ -69,24 +71,28 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     if let Some(newest) =
                         known.filter(|n| c.generation_id >= 0 && c.generation_id < *n)
                     {
+                        // Kafka refuses a generation it has moved on from: the client recovers
+                        // by committing in the new one. Stored, it is a broken guarantee.
+                        let stored = c.partitions.iter().any(|p| applied(entry, p));
+                        let (severity, outcome) = if stored {
+                            (Severity::Violation, "and the broker stored it")
+                        } else {
+                            (Severity::Warning, "(refused, nothing stored)")
+                        };
                         violations.push(Violation {
                             kind: "stale-generation-commit".into(),
-                            severity: Severity::Violation,
+                            severity,
                             key: c.group_id.clone(),
                             entries: vec![EntryRef::from(entry)],
                             message: format!(
-                                "OffsetCommit seq {} (conn {}) from member {} used generation {} after that member had joined generation {}",
+                                "OffsetCommit seq {} (conn {}) from member {} used generation {} after that member had joined generation {} {outcome}",
                                 entry.seq, entry.conn, c.member_id, c.generation_id, newest
                             ),
                         });
                     }
                 }
                 for p in &c.partitions {
-                    let applied = match p.error_code {
-                        Some(code) => code == 0,
-                        None => applied_unanswered(entry),
-                    };
-                    if !applied {
+                    if !applied(entry, p) {
                         continue;
                     }
                     if checks.runs("commit-for-unassigned-partition") && c.generation_id >= 0 {
@@ -140,6 +146,15 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// Whether the broker stored partition `p` of the OffsetCommit `entry`: answered NONE, or
+/// applied before a fault dropped the answer.
+fn applied(entry: &Entry, p: &CommitPartition) -> bool {
+    match p.error_code {
+        Some(code) => code == 0,
+        None => applied_unanswered(entry),
+    }
 }
 
 /// The `commit-for-unassigned-partition` finding of `commit`'s `topic`-`partition`, which

@@ -65,26 +65,23 @@ pub struct CheckInfo {
 
 /// Every check of [`ALL`], in the same order, with its family and what it reads: the one place
 /// a check says so. A check added to [`ALL`] without its row here does not compile.
+#[rustfmt::skip]
 pub const CHECKS: &[CheckInfo] = &[
-    check("offset-commit-regression", Family::CommitOrder, &["OffsetCommit"]),
-    check("commit-for-unassigned-partition", Family::CommitOrder, &["OffsetCommit"]),
-    check("stale-generation-commit", Family::CommitOrder, &[]),
-    check("sequence-gap", Family::ProduceSequence, &["Produce"]),
-    check("sequence-reorder", Family::ProduceSequence, &["Produce"]),
-    check("sequence-overlap", Family::ProduceSequence, &["Produce"]),
-    check("epoch-not-reset", Family::ProduceSequence, &["Produce"]),
-    check("epoch-regression", Family::ProduceSequence, &["Produce"]),
-    check("inflight-exceeded", Family::ProduceSequence, &["Produce"]),
-    check("duplicate-write", Family::LogIntegrity, &["Produce"]),
-    check("out-of-order-write", Family::LogIntegrity, &["Produce"]),
-    check("lost-write", Family::LogIntegrity, &["Produce"]),
+    check("offset-commit-regression",        Family::CommitOrder,     &["OffsetCommit"]),
+    check("commit-for-unassigned-partition", Family::CommitOrder,     &["OffsetCommit"]),
+    check("stale-generation-commit",         Family::CommitOrder,     &[]),
+    check("sequence-gap",                    Family::ProduceSequence, &["Produce"]),
+    check("sequence-reorder",                Family::ProduceSequence, &["Produce"]),
+    check("sequence-overlap",                Family::ProduceSequence, &["Produce"]),
+    check("epoch-not-reset",                 Family::ProduceSequence, &["Produce"]),
+    check("epoch-regression",                Family::ProduceSequence, &["Produce"]),
+    check("inflight-exceeded",               Family::ProduceSequence, &["Produce"]),
+    check("duplicate-write",                 Family::LogIntegrity,    &["Produce"]),
+    check("out-of-order-write",              Family::LogIntegrity,    &["Produce"]),
+    check("lost-write",                      Family::LogIntegrity,    &["Produce"]),
 ];
 
-const fn check(
-    name: &'static str,
-    family: Family,
-    reads: &'static [&'static str],
-) -> CheckInfo {
+const fn check(name: &'static str, family: Family, reads: &'static [&'static str]) -> CheckInfo {
     CheckInfo {
         name,
         family,

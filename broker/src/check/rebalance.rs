@@ -131,13 +131,9 @@ impl<'a> Members<'a> {
         // (group, member, generation) → protocol, from answered JoinGroups.
         let mut protocols: HashMap<(&str, &str, i32), Protocol<'a>> = HashMap::new();
         // (group, member) → (moment, entry, the assignment answered or None for a JoinGroup).
-        let mut events: HashMap<(String, String), Vec<(Moment, &'a Entry, Event)>> =
-            HashMap::new();
+        let mut events: HashMap<(String, String), Vec<(Moment, &'a Entry, Event)>> = HashMap::new();
         for entry in entries {
-            let answered_ok = entry
-                .response
-                .as_ref()
-                .filter(|r| r.error_codes.is_empty());
+            let answered_ok = entry.response.as_ref().filter(|r| r.error_codes.is_empty());
             match &entry.request {
                 Some(RequestSummary::JoinGroup(j)) => {
                     if let (Some(_), Some(g), Some(member)) =
@@ -161,9 +157,7 @@ impl<'a> Members<'a> {
                         let assigned = s.assignment.as_ref().map(|topics| {
                             topics
                                 .iter()
-                                .flat_map(|tp| {
-                                    tp.partitions.iter().map(|p| (tp.topic.clone(), *p))
-                                })
+                                .flat_map(|tp| tp.partitions.iter().map(|p| (tp.topic.clone(), *p)))
                                 .collect()
                         });
                         events
