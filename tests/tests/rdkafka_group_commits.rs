@@ -8,6 +8,10 @@
 //! consumer-2 and consumer-3 join, consumer-2 leaves; after each change the test waits until the
 //! members share out the partitions and each has consumed (and so committed) more. With
 //! `KMOCK_REPEAT=N` each test runs N times.
+//!
+//! librdkafka under `cooperative-sticky` keeps committing while it rejoins, at its old
+//! generation until its SyncGroup answer: Kafka refuses those (ILLEGAL_GENERATION), and each is
+//! a `stale-generation-commit` warning (1,075–3,924 a run, 10 runs), never a violation.
 
 mod common;
 
@@ -19,6 +23,7 @@ use std::time::Duration;
 use anyhow::{anyhow, ensure, Context, Result};
 use common::excerpt::group_excerpt;
 use common::member::{describe, partitioned, wait_members, Member};
+use kmock::check::Severity;
 use kmock::journal::RequestSummary;
 use kmock::{Checks, Cluster};
 use kmock_tests::repeat;
@@ -139,10 +144,16 @@ async fn run(strategy: &str) -> Result<BTreeSet<i32>> {
     let generations: BTreeSet<i32> = stored.iter().map(|(_, g)| *g).collect();
     let commits = stored.len();
     let report = cluster.check(&Checks::default());
+    // Counts only: a cooperative run has a thousand or more warnings (the full report is
+    // printed when a violation fails the run).
     println!(
         "{strategy}: {produced} messages produced, {commits} commits stored in generations \
-         {generations:?}, {} client errors; {report}",
-        errors.len()
+         {generations:?}, {} client errors; {} violations, {} warnings ({} \
+         stale-generation-commit)",
+        errors.len(),
+        report.count(Severity::Violation),
+        report.count(Severity::Warning),
+        report.of_kind("stale-generation-commit").count()
     );
     for e in &errors {
         println!("  client error: {e}");

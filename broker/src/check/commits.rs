@@ -91,14 +91,17 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                         });
                     }
                 }
+                // What the member owned when the commit arrived (members' commits only).
+                let owned = (checks.runs("commit-for-unassigned-partition")
+                    && c.generation_id >= 0)
+                    .then(|| members.owned(&c.group_id, &c.member_id, entry));
                 for p in &c.partitions {
                     if !applied(entry, p) {
                         continue;
                     }
-                    if checks.runs("commit-for-unassigned-partition") && c.generation_id >= 0 {
-                        let owned = members.owned(&c.group_id, &c.member_id, entry);
+                    if let Some(owned) = &owned {
                         if owned.allows(&p.topic, p.partition) == Some(false) {
-                            violations.push(unassigned(entry, c, &p.topic, p.partition, &owned));
+                            violations.push(unassigned(entry, c, &p.topic, p.partition, owned));
                         }
                     }
                     if !checks.runs("offset-commit-regression") {
