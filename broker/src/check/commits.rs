@@ -55,97 +55,92 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
         }
     }
     for entry in entries {
-        match &entry.request {
-            Some(RequestSummary::OffsetCommit(c)) => {
-                let key_of = |topic: &str, p: i32| format!("{}/{topic}-{p}", c.group_id);
-                let member = (c.group_id.clone(), c.member_id.clone());
-                // The newest generation this member had been answered before the commit arrived.
-                let known = joined.get(&member).and_then(|answers| {
-                    answers
-                        .iter()
-                        .filter(|(at, _)| *at < entry.at_us)
-                        .map(|(_, g)| *g)
-                        .max()
+        let Some(RequestSummary::OffsetCommit(c)) = &entry.request else {
+            continue;
+        };
+        let key_of = |topic: &str, p: i32| format!("{}/{topic}-{p}", c.group_id);
+        let member = (c.group_id.clone(), c.member_id.clone());
+        // The newest generation this member had been answered before the commit arrived.
+        let known = joined.get(&member).and_then(|answers| {
+            answers
+                .iter()
+                .filter(|(at, _)| *at < entry.at_us)
+                .map(|(_, g)| *g)
+                .max()
+        });
+        if checks.runs("stale-generation-commit") {
+            if let Some(newest) = known.filter(|n| c.generation_id >= 0 && c.generation_id < *n) {
+                // Kafka refuses a generation it has moved on from: the client recovers
+                // by committing in the new one. Stored, it is a broken guarantee.
+                let stored = c.partitions.iter().any(|p| applied(entry, p));
+                let (severity, outcome) = if stored {
+                    (Severity::Violation, "and the broker stored it")
+                } else {
+                    (Severity::Warning, "(refused, nothing stored)")
+                };
+                violations.push(Violation {
+                    kind: "stale-generation-commit".into(),
+                    severity,
+                    key: c.group_id.clone(),
+                    entries: vec![EntryRef::from(entry)],
+                    message: format!(
+                        "OffsetCommit seq {} (conn {}) from member {} used generation {} after that member had joined generation {} {outcome}",
+                        entry.seq, entry.conn, c.member_id, c.generation_id, newest
+                    ),
                 });
-                if checks.runs("stale-generation-commit") {
-                    if let Some(newest) =
-                        known.filter(|n| c.generation_id >= 0 && c.generation_id < *n)
-                    {
-                        // Kafka refuses a generation it has moved on from: the client recovers
-                        // by committing in the new one. Stored, it is a broken guarantee.
-                        let stored = c.partitions.iter().any(|p| applied(entry, p));
-                        let (severity, outcome) = if stored {
-                            (Severity::Violation, "and the broker stored it")
-                        } else {
-                            (Severity::Warning, "(refused, nothing stored)")
-                        };
-                        violations.push(Violation {
-                            kind: "stale-generation-commit".into(),
-                            severity,
-                            key: c.group_id.clone(),
-                            entries: vec![EntryRef::from(entry)],
-                            message: format!(
-                                "OffsetCommit seq {} (conn {}) from member {} used generation {} after that member had joined generation {} {outcome}",
-                                entry.seq, entry.conn, c.member_id, c.generation_id, newest
-                            ),
-                        });
-                    }
-                }
-                // What the member owned when the commit arrived (members' commits only).
-                let owned = (checks.runs("commit-for-unassigned-partition")
-                    && c.generation_id >= 0)
-                    .then(|| members.owned(&c.group_id, &c.member_id, entry));
-                for p in &c.partitions {
-                    if !applied(entry, p) {
-                        continue;
-                    }
-                    if let Some(owned) = &owned {
-                        if owned.allows(&p.topic, p.partition) == Some(false) {
-                            violations.push(unassigned(entry, c, &p.topic, p.partition, owned));
-                        }
-                    }
-                    if !checks.runs("offset-commit-regression") {
-                        continue;
-                    }
-                    let allowed = checks
-                        .allowed_regressions
-                        .iter()
-                        .any(|(g, t, ap)| *g == c.group_id && *t == p.topic && *ap == p.partition);
-                    let scope = match checks.commit_scope {
-                        CommitScope::Member => format!("{}@{}", c.member_id, c.generation_id),
-                        CommitScope::Group => String::new(),
-                    };
-                    let slot = (c.group_id.clone(), p.topic.clone(), p.partition, scope);
-                    if let Some(previous) = last.get(&slot) {
-                        if p.offset < previous.offset && !allowed {
-                            violations.push(Violation {
-                                kind: "offset-commit-regression".into(),
-                                severity: Severity::Violation,
-                                key: key_of(&p.topic, p.partition),
-                                entries: vec![EntryRef::from(previous.entry), EntryRef::from(entry)],
-                                message: format!(
-                                    "OffsetCommit seq {} (conn {}) set {} to {} after seq {} (conn {}) had set it to {}: the committed offset moved backwards",
-                                    entry.seq,
-                                    entry.conn,
-                                    key_of(&p.topic, p.partition),
-                                    p.offset,
-                                    previous.entry.seq,
-                                    previous.entry.conn,
-                                    previous.offset
-                                ),
-                            });
-                        }
-                    }
-                    last.insert(
-                        slot,
-                        Last {
-                            entry,
-                            offset: p.offset,
-                        },
-                    );
+            }
+        }
+        // What the member owned when the commit arrived (members' commits only).
+        let owned = (checks.runs("commit-for-unassigned-partition") && c.generation_id >= 0)
+            .then(|| members.owned(&c.group_id, &c.member_id, entry));
+        for p in &c.partitions {
+            if !applied(entry, p) {
+                continue;
+            }
+            if let Some(owned) = &owned {
+                if owned.allows(&p.topic, p.partition) == Some(false) {
+                    violations.push(unassigned(entry, c, &p.topic, p.partition, owned));
                 }
             }
-            _ => {}
+            if !checks.runs("offset-commit-regression") {
+                continue;
+            }
+            let allowed = checks
+                .allowed_regressions
+                .iter()
+                .any(|(g, t, ap)| *g == c.group_id && *t == p.topic && *ap == p.partition);
+            let scope = match checks.commit_scope {
+                CommitScope::Member => format!("{}@{}", c.member_id, c.generation_id),
+                CommitScope::Group => String::new(),
+            };
+            let slot = (c.group_id.clone(), p.topic.clone(), p.partition, scope);
+            if let Some(previous) = last.get(&slot) {
+                if p.offset < previous.offset && !allowed {
+                    violations.push(Violation {
+                        kind: "offset-commit-regression".into(),
+                        severity: Severity::Violation,
+                        key: key_of(&p.topic, p.partition),
+                        entries: vec![EntryRef::from(previous.entry), EntryRef::from(entry)],
+                        message: format!(
+                            "OffsetCommit seq {} (conn {}) set {} to {} after seq {} (conn {}) had set it to {}: the committed offset moved backwards",
+                            entry.seq,
+                            entry.conn,
+                            key_of(&p.topic, p.partition),
+                            p.offset,
+                            previous.entry.seq,
+                            previous.entry.conn,
+                            previous.offset
+                        ),
+                    });
+                }
+            }
+            last.insert(
+                slot,
+                Last {
+                    entry,
+                    offset: p.offset,
+                },
+            );
         }
     }
     violations

@@ -131,7 +131,7 @@ impl<'a> Members<'a> {
         // (group, member, generation) → protocol, from answered JoinGroups.
         let mut protocols: HashMap<(&str, &str, i32), Protocol<'a>> = HashMap::new();
         // (group, member) → (moment, entry, the assignment answered or None for a JoinGroup).
-        let mut events: HashMap<(String, String), Vec<(Moment, &'a Entry, Event)>> = HashMap::new();
+        let mut events: HashMap<(String, String), Events<'a>> = HashMap::new();
         for entry in entries {
             let answered_ok = entry.response.as_ref().filter(|r| r.error_codes.is_empty());
             match &entry.request {
@@ -253,6 +253,9 @@ impl<'a> Members<'a> {
         }
     }
 }
+
+/// A member's group events: when, which entry, what.
+type Events<'a> = Vec<(Moment, &'a Entry, Event)>;
 
 /// A member's group event.
 enum Event {
