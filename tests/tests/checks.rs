@@ -275,6 +275,12 @@ async fn a_commit_outside_the_members_assignment_and_one_from_an_old_generation_
     );
     let unassigned = &report.violations[0];
     assert_eq!(unassigned.key, "g/t-1");
+    // The stale commit was refused (ILLEGAL_GENERATION): nothing stored, a warning.
+    assert_eq!(
+        report.violations[1].severity,
+        kmock::check::Severity::Warning,
+        "{report}"
+    );
 }
 
 /// `offset-commit-regression` compares a member's own commits in one generation by default;

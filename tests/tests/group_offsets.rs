@@ -233,6 +233,47 @@ async fn offset_commit_between_join_group_and_sync_group_gets_rebalance_in_progr
     )
 }
 
+/// Kafka refuses a member's commit at its current generation only while CompletingRebalance
+/// (`ClassicGroup.validateOffsetCommit`): while PreparingRebalance it is stored, also after the
+/// member's own JoinGroup (which waits for the other member), sent on another connection.
+#[tokio::test]
+async fn offset_commit_at_the_current_generation_while_preparing_rebalance_is_stored() -> Result<()>
+{
+    const G: &str = "rejoining";
+    let cluster = cluster().await?;
+    let addr = coordinator(&cluster, G).await?;
+    let (a, b) = (
+        connect(addr, "consumer-a").await?,
+        connect(addr, "consumer-b").await?,
+    );
+    let a_commits = connect(addr, "consumer-a-commits").await?;
+    let (a_id, b_id) = two_members(&a, &b, G).await?;
+    let mut rejoin = Box::pin(join(&a, join_request(G, &a_id, META_A), 9));
+    still_waiting("a's JoinGroup before b rejoined", &mut rejoin).await?;
+    same(
+        "state after a's JoinGroup",
+        describe(&a_commits, G).await?.group_state.to_string(),
+        "PreparingRebalance".to_owned(),
+    )?;
+    same(
+        "a's OffsetCommit in generation 2 after its own JoinGroup, while PreparingRebalance",
+        commit_one(&a_commits, G, 2, &a_id, 10).await?,
+        err(0),
+    )?;
+    same(
+        "OffsetFetch v8 of t-0",
+        fetch_offsets(&a_commits, G, &[0]).await?,
+        vec![(0, 10, -1, String::new())],
+    )?;
+    // b rejoins: the rebalance completes, both in generation 3.
+    let (joined_a, joined_b) = tokio::join!(rejoin, join(&b, join_request(G, &b_id, META_B), 9));
+    for joined in [joined_a?, joined_b?] {
+        code_is("JoinGroup after b rejoined", joined.error_code, None)?;
+        same("generation after the rebalance", joined.generation_id, 3)?;
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn offset_commit_of_a_lower_offset_than_the_last_is_accepted() -> Result<()> {
     const G: &str = "rewinding";

@@ -33,9 +33,20 @@ struct Check {
     /// Produce requests a client may have outstanding on one connection.
     #[arg(long, default_value_t = 5)]
     max_in_flight: usize,
+    /// Which commits `offset-commit-regression` compares: a member's own within one
+    /// generation, or every commit to the group (as `POST /check`'s `commit_scope`).
+    #[arg(long, value_enum, default_value_t = Scope::Member)]
+    commit_scope: Scope,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+}
+
+/// `kmock::check::CommitScope` on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Scope {
+    Member,
+    Group,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -224,7 +235,14 @@ fn check(args: &Check) -> i32 {
         kmock::Checks::only(&args.checks)
     };
     let checks = match checks {
-        Ok(checks) => checks.max_in_flight(args.max_in_flight),
+        Ok(checks) => {
+            checks
+                .max_in_flight(args.max_in_flight)
+                .commit_scope(match args.commit_scope {
+                    Scope::Member => kmock::check::CommitScope::Member,
+                    Scope::Group => kmock::check::CommitScope::Group,
+                })
+        }
         Err(e) => {
             eprintln!("kmock check: {e}");
             return 2;

@@ -2,7 +2,7 @@
 //!
 //! Each check reads the journal in arrival order and returns violations; each violation names
 //! its kind (a stable kebab-case name), its key, the journal entries involved and one sentence
-//! a person can act on. Families:
+//! a person can act on. [`CHECKS`] gives each its family and the requests it reads. Families:
 //! - commit order ([`commits`]): `offset-commit-regression`, `commit-for-unassigned-partition`,
 //!   `stale-generation-commit`;
 //! - produce sequence ([`sequences`]): `sequence-gap`, `sequence-reorder`, `sequence-overlap`,
@@ -12,6 +12,7 @@
 
 pub mod commits;
 pub mod logs;
+mod rebalance;
 pub mod sequences;
 
 use std::collections::BTreeSet;
@@ -36,6 +37,91 @@ pub const ALL: &[&str] = &[
     "out-of-order-write",
     "lost-write",
 ];
+
+/// A family of checks: what they are about and what they need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Committed offsets per group/topic/partition ([`commits`]).
+    CommitOrder,
+    /// Producer sequences per producer id and partition ([`sequences`]).
+    ProduceSequence,
+    /// The partition logs against what was acknowledged ([`logs`]); needs the logs, so runs in
+    /// process only.
+    LogIntegrity,
+}
+
+/// What kmock knows of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckInfo {
+    /// Its name, as in [`ALL`].
+    pub name: &'static str,
+    /// Its family.
+    pub family: Family,
+    /// The requests (Kafka API names) whose partitions it judges one by one: a report names
+    /// the entries of those the journal truncated
+    /// ([`crate::journal::summary::MAX_SUMMARY_ITEMS`]).
+    pub reads: &'static [&'static str],
+}
+
+/// Every check of [`ALL`], in the same order, with its family and what it reads: the one place
+/// a check says so. A check added to [`ALL`] without its row here does not compile.
+#[rustfmt::skip]
+pub const CHECKS: &[CheckInfo] = &[
+    check("offset-commit-regression",        Family::CommitOrder,     &["OffsetCommit"]),
+    check("commit-for-unassigned-partition", Family::CommitOrder,     &["OffsetCommit"]),
+    check("stale-generation-commit",         Family::CommitOrder,     &[]),
+    check("sequence-gap",                    Family::ProduceSequence, &["Produce"]),
+    check("sequence-reorder",                Family::ProduceSequence, &["Produce"]),
+    check("sequence-overlap",                Family::ProduceSequence, &["Produce"]),
+    check("epoch-not-reset",                 Family::ProduceSequence, &["Produce"]),
+    check("epoch-regression",                Family::ProduceSequence, &["Produce"]),
+    check("inflight-exceeded",               Family::ProduceSequence, &["Produce"]),
+    check("duplicate-write",                 Family::LogIntegrity,    &["Produce"]),
+    check("out-of-order-write",              Family::LogIntegrity,    &["Produce"]),
+    check("lost-write",                      Family::LogIntegrity,    &["Produce"]),
+];
+
+const fn check(name: &'static str, family: Family, reads: &'static [&'static str]) -> CheckInfo {
+    CheckInfo {
+        name,
+        family,
+        reads,
+    }
+}
+
+const fn same_names(all: &[&str], checks: &[CheckInfo]) -> bool {
+    if all.len() != checks.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < all.len() {
+        let (a, b) = (all[i].as_bytes(), checks[i].name.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut j = 0;
+        while j < a.len() {
+            if a[j] != b[j] {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+const _: () = assert!(
+    same_names(ALL, CHECKS),
+    "check::CHECKS must list every check of check::ALL, in the same order, with its family and what it reads"
+);
+
+impl CheckInfo {
+    /// The row of check `name`, if kmock has such a check.
+    pub fn of(name: &str) -> Option<&'static CheckInfo> {
+        CHECKS.iter().find(|c| c.name == name)
+    }
+}
 
 /// Which commits `offset-commit-regression` compares with each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -303,12 +389,14 @@ pub(crate) fn sequence_ahead(from: i64, to: i64) -> i64 {
 /// [`crate::Cluster::check`] runs them too.
 pub fn run(entries: &[Entry], checks: &Checks) -> Report {
     let mut report = run_journal(entries, checks);
-    for log_check in ["duplicate-write", "out-of-order-write", "lost-write"] {
-        if checks.runs(log_check) {
-            report.skipped.push(format!(
-                "{log_check}: needs the partition logs (run in process)"
-            ));
-        }
+    for log_check in CHECKS
+        .iter()
+        .filter(|c| c.family == Family::LogIntegrity && checks.runs(c.name))
+    {
+        report.skipped.push(format!(
+            "{}: needs the partition logs (run in process)",
+            log_check.name
+        ));
     }
     report
 }
@@ -338,24 +426,11 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
 /// ([`crate::journal::summary::MAX_SUMMARY_ITEMS`]) among those the selected checks read:
 /// the checks judged the partitions kept and never saw the others.
 fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
-    let commits = [
-        "offset-commit-regression",
-        "commit-for-unassigned-partition",
-    ];
-    let produces = [
-        "sequence-gap",
-        "sequence-reorder",
-        "sequence-overlap",
-        "epoch-not-reset",
-        "epoch-regression",
-        "inflight-exceeded",
-        "duplicate-write",
-        "out-of-order-write",
-        "lost-write",
-    ];
     let read = |e: &Entry| {
-        (e.is("OffsetCommit") && commits.iter().any(|c| checks.runs(c)))
-            || (e.is("Produce") && produces.iter().any(|c| checks.runs(c)))
+        CHECKS
+            .iter()
+            .filter(|c| checks.runs(c.name))
+            .any(|c| c.reads.iter().any(|api| e.is(api)))
     };
     let cut: Vec<&Entry> = entries
         .iter()

@@ -5,8 +5,13 @@
 //! the group ([`crate::state::groups::Groups::check_commit`]: UNKNOWN_MEMBER_ID,
 //! FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, GROUP_ID_NOT_FOUND from v9;
 //! a commit with generation -1 from outside any group is stored while the group is Empty) and
-//! metadata over 4096 UTF-16 code units gets OFFSET_METADATA_TOO_LARGE. Offsets are stored as sent: a lower offset than the last commit
-//! is accepted, as Kafka accepts it (the ordering checks are where kmock says so).
+//! metadata over 4096 UTF-16 code units gets OFFSET_METADATA_TOO_LARGE. Offsets are stored as
+//! sent: a lower offset than the last commit is accepted, as Kafka accepts it (the ordering
+//! checks are where kmock says so). REBALANCE_IN_PROGRESS only while the group is
+//! CompletingRebalance: while it is PreparingRebalance a member's commit at the current
+//! generation is stored, also after that member's own JoinGroup, as Kafka's
+//! `ClassicGroup.validateOffsetCommit` (4.x) and `GroupCoordinator.doCommitOffsets` (3.x) store
+//! it (`commit-for-unassigned-partition` names it when the group rebalances eagerly).
 //! NOT_COORDINATOR on any broker but the group's coordinator.
 //!
 //! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.

@@ -162,6 +162,7 @@ pub(crate) fn summarize(
             generation_id: None,
             assigned_member_id: None,
             leader: None,
+            protocol_name: None,
         }),
         RequestKind::SyncGroup(r) => RequestSummary::SyncGroup(SyncGroupSummary {
             group_id: r.group_id.0.as_str().to_owned(),

@@ -93,6 +93,7 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
             s.generation_id = Some(r.generation_id);
             s.assigned_member_id = Some(r.member_id.as_str().to_owned());
             s.leader = Some(r.leader.as_str().to_owned());
+            s.protocol_name = r.protocol_name.as_ref().map(|p| p.as_str().to_owned());
         }
         (RequestSummary::SyncGroup(s), ResponseKind::SyncGroup(r)) => {
             s.assignment = consumer_assignment(&r.assignment);

@@ -102,7 +102,7 @@ heap_of_fields! {
     OffsetCommitSummary => [group_id, member_id, group_instance_id, partitions],
     OffsetFetchSummary => [groups, offsets],
     JoinGroupSummary => [group_id, member_id, group_instance_id, protocol_type, protocols,
-        assigned_member_id, leader],
+        assigned_member_id, leader, protocol_name],
     SyncGroupSummary => [group_id, member_id, group_instance_id, assignments, assignment],
     GroupMemberSummary => [group_id, member_id, group_instance_id],
     LeaveGroupSummary => [group_id, members],

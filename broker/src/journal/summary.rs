@@ -291,6 +291,11 @@ pub struct JoinGroupSummary {
     pub assigned_member_id: Option<String>,
     /// Leader answered; `None` until answered.
     pub leader: Option<String>,
+    /// Protocol (assignor) the group chose, as answered (`range`, `cooperative-sticky`, …);
+    /// `None` until answered, when the answer names none (an error, v7+) or in journals
+    /// written before kmock recorded it.
+    #[serde(default)]
+    pub protocol_name: Option<String>,
 }
 
 /// A SyncGroup request.

@@ -33,15 +33,33 @@ pub const LONG_MS: i32 = 30_000;
 /// [`CONSUMER`] offering [`RANGE`] with `metadata`, session and rebalance timeouts [`LONG_MS`]
 /// (change them with `with_session_timeout_ms` / `with_rebalance_timeout_ms`). Valid from v1.
 pub fn join_group(group: &str, member_id: &str, metadata: Bytes) -> JoinGroupRequest {
+    join_group_offering(group, member_id, &[RANGE], metadata)
+}
+
+/// [`join_group`] offering `protocols` (assignor names, in preference order), each with
+/// `metadata`.
+pub fn join_group_offering(
+    group: &str,
+    member_id: &str,
+    protocols: &[&str],
+    metadata: Bytes,
+) -> JoinGroupRequest {
     JoinGroupRequest::default()
         .with_group_id(GroupId(text(group)))
         .with_session_timeout_ms(LONG_MS)
         .with_rebalance_timeout_ms(LONG_MS)
         .with_member_id(text(member_id))
         .with_protocol_type(text(CONSUMER))
-        .with_protocols(vec![JoinGroupRequestProtocol::default()
-            .with_name(text(RANGE))
-            .with_metadata(metadata)])
+        .with_protocols(
+            protocols
+                .iter()
+                .map(|name| {
+                    JoinGroupRequestProtocol::default()
+                        .with_name(text(name))
+                        .with_metadata(metadata.clone())
+                })
+                .collect(),
+        )
 }
 
 /// A SyncGroup of `member_id` in `generation`; `assignments` (member id, assignment bytes) are
@@ -71,9 +89,15 @@ pub fn sync_group(
 
 /// `request` naming protocol type [`CONSUMER`] and protocol [`RANGE`] (SyncGroup v5+).
 pub fn with_protocol(request: SyncGroupRequest) -> SyncGroupRequest {
+    with_protocol_named(request, RANGE)
+}
+
+/// `request` naming protocol type [`CONSUMER`] and protocol `protocol`, the one the group
+/// chose (SyncGroup v5+).
+pub fn with_protocol_named(request: SyncGroupRequest, protocol: &str) -> SyncGroupRequest {
     request
         .with_protocol_type(Some(text(CONSUMER)))
-        .with_protocol_name(Some(text(RANGE)))
+        .with_protocol_name(Some(text(protocol)))
 }
 
 /// A Heartbeat of `member_id` of `group` in `generation`.
