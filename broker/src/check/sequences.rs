@@ -357,7 +357,7 @@ fn verdict(a: Anomaly<'_>, stored: &[Stored<'_>], first_stored: &HashMap<i64, u6
             error_name(OUT_OF_ORDER_SEQUENCE_NUMBER)
         ),
         (Some(code), None) => format!("kmock answered it {}{repeats}", error_name(code)),
-        (None, _) => "it was applied and its answer lost".to_owned(),
+        (None, _) => "its answer was lost with its connection, so the journal does not say whether kmock stored or refused it, and no recovery is credited".to_owned(),
     };
     let mut involved: Vec<EntryRef> = a.involved.iter().map(|e| EntryRef::from(*e)).collect();
     involved.extend(a.repeats.map(|(_, e)| EntryRef::from(e)));
