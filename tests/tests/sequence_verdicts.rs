@@ -18,7 +18,12 @@ const OUT_OF_ORDER: i16 = 45;
 type Batch = (i64, i16, i32, usize);
 
 async fn setup() -> (Cluster, Client) {
-    let cluster = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let cluster = Cluster::builder()
+        .topic("t", 1)
+        .topic("u", 1)
+        .start()
+        .await
+        .unwrap();
     let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
     (cluster, client)
 }
@@ -199,4 +204,24 @@ async fn a_producer_refused_over_and_over_is_one_violation_counting_the_refusals
     let named: Vec<u64> = finding.entries.iter().map(|e| e.seq).collect();
     // The last stored batch, the first refusal and the last.
     assert_eq!(named, [produces[0], produces[1], produces[3]]);
+}
+
+#[tokio::test]
+async fn a_new_epoch_on_another_partition_is_no_recovery_of_this_one() {
+    let (cluster, client) = setup().await;
+    assert_eq!(
+        send(&client, &[(7, 0, 0, 2), (7, 0, 5, 1)]).await,
+        [0, OUT_OF_ORDER]
+    );
+    // Producer 7 goes on with epoch 1 on u-0 only: t-0 stays refused.
+    let elsewhere = idempotent_batch("u", 7, 1, 0, 1);
+    let answer = client.send(elsewhere, 9).await.unwrap();
+    assert_eq!(answer.responses[0].partition_responses[0].error_code, 0);
+    let report = cluster.check(&Checks::default());
+    assert_eq!(
+        findings(&report),
+        [("sequence-gap", Severity::Violation)],
+        "{report}"
+    );
+    assert_eq!(report.violations[0].key, "producer 7 t-0");
 }

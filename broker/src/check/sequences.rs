@@ -26,8 +26,9 @@
 //!
 //! **Severity follows the outcome.** An epoch or sequence anomaly is a
 //! [`Severity::Warning`] when kmock refused the batch with OUT_OF_ORDER_SEQUENCE_NUMBER and
-//! the producer recovered: a batch of it was stored later with a higher epoch of the same
-//! producer id, or with a new producer id (first stored after the refusal, same client id).
+//! the producer recovered: a later batch to the same partition was stored with a higher epoch
+//! of the same producer id, or with a new producer id (first stored after the refusal, same
+//! client id).
 //! That is what librdkafka ≥ 1.9 does (KIP-360: bump the epoch, start again at 0) and loses
 //! nothing the broker acknowledged: a refused batch was not written, and every batch answered
 //! NONE stays stored (the log checks `lost-write` and `duplicate-write` judge the log itself).
@@ -68,6 +69,8 @@ struct Anomaly<'a> {
     key: String,
     producer_id: i64,
     epoch: i16,
+    topic: &'a str,
+    partition: i32,
     client_id: Option<&'a str>,
     /// The entries it is about; the batch's own entry is the last.
     involved: Vec<&'a Entry>,
@@ -85,6 +88,8 @@ struct Stored<'a> {
     entry: &'a Entry,
     producer_id: i64,
     epoch: i16,
+    topic: &'a str,
+    partition: i32,
 }
 
 /// Runs the produce-sequence checks.
@@ -118,6 +123,8 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     entry,
                     producer_id,
                     epoch,
+                    topic: &b.topic,
+                    partition: b.partition,
                 });
                 first_stored.entry(producer_id).or_insert(entry.seq);
             }
@@ -266,6 +273,8 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                             key,
                             producer_id: b.producer_id,
                             epoch: b.producer_epoch,
+                            topic: &b.topic,
+                            partition: b.partition,
                             client_id: entry.client_id.as_deref(),
                             involved,
                             message,
@@ -308,7 +317,8 @@ fn error_name(code: i16) -> String {
 }
 
 /// The finding an anomaly makes once its outcome is known: a warning when kmock answered
-/// OUT_OF_ORDER_SEQUENCE_NUMBER and the producer recovered afterwards (see the module header),
+/// OUT_OF_ORDER_SEQUENCE_NUMBER and the producer recovered on that partition afterwards (see
+/// the module header),
 /// else a violation; the sentence says which.
 fn verdict(a: Anomaly<'_>, stored: &[Stored<'_>], first_stored: &HashMap<i64, u64>) -> Violation {
     let own = a.involved.last().map_or(0, |e| e.seq);
@@ -316,7 +326,9 @@ fn verdict(a: Anomaly<'_>, stored: &[Stored<'_>], first_stored: &HashMap<i64, u6
     let recovery = (a.answer == Some(OUT_OF_ORDER_SEQUENCE_NUMBER))
         .then(|| {
             later.iter().find(|s| {
-                if s.producer_id == a.producer_id {
+                if (s.topic, s.partition) != (a.topic, a.partition) {
+                    false
+                } else if s.producer_id == a.producer_id {
                     s.epoch > a.epoch
                 } else {
                     a.client_id.is_some()
@@ -353,7 +365,7 @@ fn verdict(a: Anomaly<'_>, stored: &[Stored<'_>], first_stored: &HashMap<i64, u6
         }
         (Some(0), None) => "the broker stored it".to_owned(),
         (Some(OUT_OF_ORDER_SEQUENCE_NUMBER), None) => format!(
-            "kmock answered it {}{repeats}, and the producer never recovered: no batch of it was stored afterwards with a new epoch or a new producer id",
+            "kmock answered it {}{repeats}, and the producer never recovered: no batch to that partition was stored afterwards with a new epoch or a new producer id",
             error_name(OUT_OF_ORDER_SEQUENCE_NUMBER)
         ),
         (Some(code), None) => format!("kmock answered it {}{repeats}", error_name(code)),
