@@ -24,8 +24,9 @@ use kmock_tests::{repeat, start_scenario};
 
 const SCENARIO: &str = "sarama-reconnect.yaml";
 const TOPIC: &str = "events";
-/// 800 messages 10 ms apart: 8 s, around the outage from 2 s to 5 s.
-const MESSAGES: usize = 800;
+/// 900 messages 10 ms apart: 9 s, around the outage from 3 s to 6 s (3 s of traffic first: a
+/// margin for a producer slow to start on a loaded machine).
+const MESSAGES: usize = 900;
 const INTERVAL: &str = "10ms";
 /// A hang guard only: the producer ends when every message is acknowledged or failed.
 const PRODUCER_LIMIT: Duration = Duration::from_secs(90);
