@@ -285,11 +285,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 }
             }
             if applied {
-                if let Some(state) =
-                    producers.get_mut(&(b.producer_id, b.topic.clone(), b.partition))
-                {
-                    state.open = None;
-                }
+                state.open = None; // something was stored: a refusal after it is a new finding
             }
         }
     }
