@@ -77,8 +77,9 @@ fn go(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The program `fixtures/clients/go/<program>` (`"consumer"` or `"producer"`) built against
-/// Sarama `sarama` (e.g. `"v1.43.2"`): its path, built now unless cached.
+/// The program `fixtures/clients/go/<program>` (`"consumer"`, `"producer"`, or
+/// `"shopify-producer"` for releases before v1.41) built against Sarama `sarama` (e.g.
+/// `"v1.43.2"`): its path, built now unless cached.
 ///
 /// # Errors
 /// No module file for that version, no Go toolchain, or a failed build (with Go's output).
@@ -116,6 +117,9 @@ pub fn build(program: &str, sarama: &str) -> Result<PathBuf> {
     go(&[
         "build",
         "-buildvcs=false",
+        // Lets `shopify-producer` (Sarama before v1.41, as github.com/Shopify/sarama) build;
+        // the other programs have no build constraint.
+        "-tags=sarama_shopify",
         &format!("-modfile={modfile}"),
         "-o",
         partial.to_str().context("a non-UTF-8 target path")?,

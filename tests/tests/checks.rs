@@ -5,13 +5,11 @@ mod common;
 
 use std::time::Duration;
 
-use bytes::Bytes;
+use common::idempotent::idempotent_batch;
 use common::requests::offset_commit;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{OffsetCommitRequest, ProduceRequest};
-use kafka_protocol::records::{Compression, Record};
 use kmock::{ApiKey, Checks, Cluster, Report, Rule};
-use kmock_client::{encode_batch, record, Client};
+use kmock_client::{record, Client};
 
 async fn setup() -> (Cluster, Client) {
     let cluster = Cluster::builder().topic("t", 2).start().await.unwrap();
@@ -24,25 +22,9 @@ fn commit(offsets: &[(i32, i64)]) -> OffsetCommitRequest {
     offset_commit("billing", -1, "", "t", offsets)
 }
 
-/// An idempotent batch of `count` records from producer 7 at `epoch`, from `first`.
+/// An idempotent batch of `count` records from producer 7 at `epoch`, from `first`, to t-0.
 fn batch(epoch: i16, first: i32, count: usize) -> ProduceRequest {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            producer_id: 7,
-            producer_epoch: epoch,
-            sequence: first + i as i32,
-            ..record(b"k", b"v")
-        })
-        .collect();
-    let bytes: Bytes = encode_batch(&records, Compression::None).unwrap();
-    ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(common::name("t"))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(bytes))])])
+    idempotent_batch("t", 7, epoch, first, count)
 }
 
 fn kinds(report: &Report) -> Vec<&str> {

@@ -98,6 +98,7 @@ pub async fn create_topic_with_configs(
 pub mod classic_group;
 pub mod excerpt;
 pub mod groups;
+pub mod idempotent;
 pub mod jsonl;
 pub mod member;
 pub mod requests;
