@@ -5,6 +5,7 @@
 pub mod client_program;
 pub mod go_client;
 pub mod numbered;
+pub mod python_client;
 
 pub use numbered::{exactly_once_in_order, produce_numbered, read_log, Produced};
 
