@@ -214,8 +214,14 @@ async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, Control
         )
         .unwrap();
     for offset in [1, 2, 3] {
-        let answer = a.send(commit_request("moved", "t", offset), 8).await.unwrap();
-        assert_eq!(answer.topics[0].partitions[0].error_code, 16, "NOT_COORDINATOR");
+        let answer = a
+            .send(commit_request("moved", "t", offset), 8)
+            .await
+            .unwrap();
+        assert_eq!(
+            answer.topics[0].partitions[0].error_code, 16,
+            "NOT_COORDINATOR"
+        );
     }
     assert!(moved.remove(), "the rule was in force");
     (cluster, api)
@@ -240,16 +246,15 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
     let file = JournalFile::new("every-check");
     let (cluster, api) = a_journal_with_every_violation(&file).await;
 
-    let (code, stdout, stderr) =
-        kmock_check(&[
-            file.path(),
-            "--format",
-            "json",
-            "--max-in-flight",
-            "2",
-            "--stuck-after",
-            "1",
-        ]);
+    let (code, stdout, stderr) = kmock_check(&[
+        file.path(),
+        "--format",
+        "json",
+        "--max-in-flight",
+        "2",
+        "--stuck-after",
+        "1",
+    ]);
     assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
     let offline: Report = serde_json::from_str(&stdout).unwrap();
     let kinds: BTreeSet<&str> = offline.violations.iter().map(|v| v.kind.as_str()).collect();
@@ -270,7 +275,10 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
     let answer = http(
         "POST",
         &format!("{}/check", api.url()),
-        Some(("application/json", r#"{"max_in_flight": 2, "stuck_after": 1}"#)),
+        Some((
+            "application/json",
+            r#"{"max_in_flight": 2, "stuck_after": 1}"#,
+        )),
     );
     let over_http: Report = serde_json::from_value(answer.expect(200)).unwrap();
     assert_eq!(named(&over_http), named(&offline), "{over_http}");

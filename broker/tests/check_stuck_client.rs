@@ -41,7 +41,10 @@ async fn refused_commit(client: &Client, offset: i64) {
         .send(commit_request("moved", "t", offset), 8)
         .await
         .unwrap();
-    assert_eq!(answer.topics[0].partitions[0].error_code, 16, "NOT_COORDINATOR");
+    assert_eq!(
+        answer.topics[0].partitions[0].error_code, 16,
+        "NOT_COORDINATOR"
+    );
 }
 
 async fn find_coordinator(client: &Client) {
@@ -87,8 +90,7 @@ async fn a_commit_refused_not_coordinator_and_sent_again_without_find_coordinato
 }
 
 #[tokio::test]
-async fn a_client_that_finds_the_coordinator_before_each_retry_is_not_stuck_on_any_connection()
-{
+async fn a_client_that_finds_the_coordinator_before_each_retry_is_not_stuck_on_any_connection() {
     let cluster = moved_coordinator().await;
     let client = connect(&cluster, "app").await;
     let lookups = connect(&cluster, "app").await;
@@ -131,7 +133,9 @@ async fn retries_on_a_new_connection_of_the_same_client_count_with_the_old_ones(
     let found = stuck(&report);
     assert_eq!(found.len(), 1, "{report}");
     assert!(
-        found[0].message.contains(&format!("sent it {RETRIES} more times")),
+        found[0]
+            .message
+            .contains(&format!("sent it {RETRIES} more times")),
         "{}",
         found[0].message
     );
@@ -151,10 +155,15 @@ async fn a_produce_to_a_moved_leader_sent_again_without_metadata_is_stuck_and_wi
     cluster.move_leader("t", 0, new).unwrap();
     let addr = cluster.brokers()[(old - 1) as usize].addr;
     let stuck_producer = Client::connect_with_client_id(addr, "stale").await.unwrap();
-    let careful = Client::connect_with_client_id(addr, "careful").await.unwrap();
+    let careful = Client::connect_with_client_id(addr, "careful")
+        .await
+        .unwrap();
     for _ in 0..4 {
         for client in [&stuck_producer, &careful] {
-            let answer = client.produce("t", 0, &[record(b"k", b"v")], -1).await.unwrap();
+            let answer = client
+                .produce("t", 0, &[record(b"k", b"v")], -1)
+                .await
+                .unwrap();
             let code = answer.responses[0].partition_responses[0].error_code;
             assert_eq!(code, 6, "NOT_LEADER_OR_FOLLOWER");
         }
@@ -165,7 +174,9 @@ async fn a_produce_to_a_moved_leader_sent_again_without_metadata_is_stuck_and_wi
     assert_eq!(found.len(), 1, "{report}");
     assert_eq!(found[0].key, "client \"stale\" Produce t-0");
     assert!(
-        found[0].message.contains("was answered NOT_LEADER_OR_FOLLOWER; the client sent it 3 more times")
+        found[0]
+            .message
+            .contains("was answered NOT_LEADER_OR_FOLLOWER; the client sent it 3 more times")
             && found[0].message.contains("without a Metadata request"),
         "{}",
         found[0].message
@@ -183,15 +194,22 @@ async fn a_batch_refused_out_of_order_is_stuck_until_a_new_epoch() {
     assert_eq!(code(stored.unwrap()), 0);
     // Sequence 10 after 0..4: OUT_OF_ORDER_SEQUENCE_NUMBER, sent three times in all.
     for _ in 0..3 {
-        let refused = client.send(idempotent_produce("t", 0, 7, 0, 10, 1), 9).await;
+        let refused = client
+            .send(idempotent_produce("t", 0, 7, 0, 10, 1), 9)
+            .await;
         assert_eq!(code(refused.unwrap()), 45);
     }
     let report = cluster.check(&Checks::only(["stuck-client"]).unwrap().stuck_after(1));
     let found = stuck(&report);
     assert_eq!(found.len(), 1, "{report}");
-    assert_eq!(found[0].key, "client \"producer\" Produce producer 7 epoch 0 t-0");
+    assert_eq!(
+        found[0].key,
+        "client \"producer\" Produce producer 7 epoch 0 t-0"
+    );
     assert!(
-        found[0].message.contains("without a new producer epoch or id (InitProducerId)"),
+        found[0]
+            .message
+            .contains("without a new producer epoch or id (InitProducerId)"),
         "{}",
         found[0].message
     );
@@ -203,9 +221,24 @@ async fn a_batch_refused_out_of_order_is_stuck_until_a_new_epoch() {
         .with_producer_epoch(-1);
     client.send(init, 4).await.unwrap();
     for _ in 0..2 {
-        let refused = client.send(idempotent_produce("t", 0, 7, 0, 10, 1), 9).await;
+        let refused = client
+            .send(idempotent_produce("t", 0, 7, 0, 10, 1), 9)
+            .await;
         assert_eq!(code(refused.unwrap()), 45);
     }
     let report = cluster.check(&Checks::only(["stuck-client"]).unwrap().stuck_after(1));
-    assert_eq!(stuck(&report).len(), 1, "only the count before the step:\n{report}");
+    assert_eq!(
+        stuck(&report).len(),
+        1,
+        "only the count before the step:\n{report}"
+    );
+}
+
+#[test]
+fn a_scenario_sets_the_limit_beside_its_checks() {
+    let scenario = kmock::Scenario::parse("checks: [stuck-client]\nstuck_after: 3\n").unwrap();
+    let checks = scenario.checks().unwrap().expect("checks named");
+    assert_eq!((checks.runs("stuck-client"), checks.stuck_after), (true, 3));
+    let default = kmock::Scenario::parse("checks: [all]\n").unwrap();
+    assert_eq!(default.checks().unwrap().unwrap().stuck_after, 10);
 }

@@ -19,8 +19,8 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
+use kmock::check::{Severity, DEFAULT_STUCK_AFTER};
 use kmock::journal::RequestSummary;
-use kmock::check::Severity;
 use kmock::{Checks, Cluster, Entry};
 use kmock_tests::{client_program, python_client};
 use rdkafka::config::ClientConfig;
@@ -65,10 +65,10 @@ async fn produce(producer: &FutureProducer, count: usize) -> Result<Vec<i64>> {
 fn committed(e: &Entry, partition: i32, offset: i64) -> bool {
     e.client_id.as_deref() == Some(CLIENT_ID)
         && matches!(&e.request, Some(RequestSummary::OffsetCommit(c))
-            if c.group_id == GROUP
-                && c.partitions.iter().any(|p| {
-                    p.partition == partition && p.offset == offset && p.error_code == Some(0)
-                }))
+        if c.group_id == GROUP
+            && c.partitions.iter().any(|p| {
+                p.partition == partition && p.offset == offset && p.error_code == Some(0)
+            }))
 }
 
 /// The program with confluent-kafka `version`, the coordinator moved once it has committed
@@ -125,7 +125,10 @@ async fn run(version: &str) -> Result<Run> {
     produce(&producer, HALF).await?;
     let output = program.await??;
     ensure!(
-        output.status.success() && output.last("done").is_some_and(|d| d["handled"] == 2 * HALF),
+        output.status.success()
+            && output
+                .last("done")
+                .is_some_and(|d| d["handled"] == 2 * HALF),
         "confluent-kafka {version}: the program did not consume every message\n{output}"
     );
     Ok(Run {
@@ -232,8 +235,14 @@ async fn librdkafka_1_4_2_finds_the_new_coordinator_and_every_check_is_clean() {
         );
         let report = run.cluster.check(&Checks::default());
         report.assert_clean();
+        // For the report only: the most retries without the step the fixed client made (the
+        // smallest limit it passes).
+        let most = (0..=DEFAULT_STUCK_AFTER).find(|n| {
+            let checks = Checks::only(["stuck-client"]).unwrap().stuck_after(*n);
+            run.cluster.check(&checks).is_clean()
+        });
         eprintln!(
-            "confluent-kafka 1.4.2: {refused} commits refused after the move, {finds} FindCoordinator, {} warnings, in {:.2?}",
+            "confluent-kafka 1.4.2: {refused} commits refused after the move, {finds} FindCoordinator, at most {most:?} retries without the step, {} warnings, in {:.2?}",
             report.count(Severity::Warning),
             run.output.took
         );

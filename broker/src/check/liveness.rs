@@ -121,7 +121,10 @@ impl fmt::Display for Target {
                 epoch,
                 topic,
                 partition,
-            } => write!(f, "producer {producer_id} epoch {epoch} {topic}-{partition}"),
+            } => write!(
+                f,
+                "producer {producer_id} epoch {epoch} {topic}-{partition}"
+            ),
             Self::Group(group) => write!(f, "group {group}"),
             Self::Request => f.write_str("the request"),
         }
@@ -279,7 +282,11 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     }
     let mut left: Vec<(String, (String, Target), Stuck<'_>)> = open
         .into_iter()
-        .flat_map(|(client, waiting)| waiting.into_iter().map(move |(k, s)| (client.clone(), k, s)))
+        .flat_map(|(client, waiting)| {
+            waiting
+                .into_iter()
+                .map(move |(k, s)| (client.clone(), k, s))
+        })
         .collect();
     left.sort_by_key(|(_, _, s)| s.first.seq);
     for (client, (api, target), stuck) in left {
