@@ -242,3 +242,26 @@ fn a_scenario_sets_the_limit_beside_its_checks() {
     let default = kmock::Scenario::parse("checks: [all]\n").unwrap();
     assert_eq!(default.checks().unwrap().unwrap().stuck_after, 10);
 }
+
+#[tokio::test]
+async fn an_admin_request_polled_for_a_missing_topic_is_not_judged() {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::DescribeConfigsRequest;
+    let cluster = Cluster::builder().start().await.unwrap();
+    let client = connect(&cluster, "admin").await;
+    for _ in 0..=RETRIES {
+        let request = DescribeConfigsRequest::default().with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("not-yet")),
+        ]);
+        let answer = client.send(request, 4).await.unwrap();
+        assert_eq!(
+            answer.results[0].error_code, 3,
+            "UNKNOWN_TOPIC_OR_PARTITION"
+        );
+    }
+    cluster
+        .check(&Checks::default().stuck_after(0))
+        .assert_clean();
+}

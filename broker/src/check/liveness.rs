@@ -12,7 +12,7 @@
 //! What is sent again: the same API for the same thing — the group (group APIs), the
 //! partition (Produce, Fetch, ListOffsets), the producer id, epoch and partition (a batch
 //! answered OUT_OF_ORDER_SEQUENCE_NUMBER; a batch of a new epoch or producer id is a step
-//! taken). A client is its client id, whatever the connection: a client that reconnects is the
+//! taken), InitProducerId as a whole. Admin APIs are not judged. A client is its client id, whatever the connection: a client that reconnects is the
 //! same client, and the step may come on any of its connections (librdkafka sends Metadata and
 //! FindCoordinator to any broker); a request without a client id is its connection's.
 //!
@@ -108,7 +108,7 @@ enum Target {
     },
     /// A consumer group (group APIs).
     Group(String),
-    /// The request as a whole (an API without a group or partitions).
+    /// The request as a whole (InitProducerId: a transactional id's coordinator).
     Request,
 }
 
@@ -174,9 +174,13 @@ fn targets(entry: &Entry) -> Vec<(Target, Outcome)> {
                 let stepped = codes.iter().find(|c| Step::after(**c).is_some());
                 *stepped.or(codes.first()).unwrap_or(&0)
             });
+            // Admin APIs (DescribeConfigs, CreateTopics, …) are not judged: an application
+            // may poll them for a topic that does not exist yet, and no client library retries
+            // them on its own.
             let target = match entry.groups().first() {
                 Some(group) => Target::Group((*group).to_owned()),
-                None => Target::Request,
+                None if entry.is("InitProducerId") => Target::Request,
+                None => return Vec::new(),
             };
             vec![(target, outcome)]
         }
