@@ -95,24 +95,24 @@ fn error_name(code: i16) -> String {
 }
 
 /// What a request was about: the thing a client sends again after an error.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Target {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Target<'a> {
     /// A partition of a Produce, Fetch or ListOffsets request.
-    Partition(String, i32),
+    Partition(&'a str, i32),
     /// An idempotent producer's batch for a partition, in one epoch.
     Batch {
         producer_id: i64,
         epoch: i16,
-        topic: String,
+        topic: &'a str,
         partition: i32,
     },
     /// A consumer group (group APIs).
-    Group(String),
+    Group(&'a str),
     /// The request as a whole (InitProducerId: a transactional id's coordinator).
     Request,
 }
 
-impl fmt::Display for Target {
+impl fmt::Display for Target<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Partition(topic, p) => write!(f, "{topic}-{p}"),
@@ -137,19 +137,18 @@ type Outcome = Option<i16>;
 
 /// Every thing `entry` names, with how it ended. An idempotent batch names both its partition
 /// and its batch.
-fn targets(entry: &Entry) -> Vec<(Target, Outcome)> {
-    let partition = |topic: &str, p: i32| Target::Partition(topic.to_owned(), p);
+fn targets(entry: &Entry) -> Vec<(Target<'_>, Outcome)> {
     match &entry.request {
         Some(RequestSummary::Produce(s)) => s
             .partitions
             .iter()
             .flat_map(|b| {
-                let mut named = vec![(partition(&b.topic, b.partition), b.error_code)];
+                let mut named = vec![(Target::Partition(&b.topic, b.partition), b.error_code)];
                 if b.producer_id >= 0 {
                     let batch = Target::Batch {
                         producer_id: b.producer_id,
                         epoch: b.producer_epoch,
-                        topic: b.topic.clone(),
+                        topic: &b.topic,
                         partition: b.partition,
                     };
                     named.push((batch, b.error_code));
@@ -160,12 +159,12 @@ fn targets(entry: &Entry) -> Vec<(Target, Outcome)> {
         Some(RequestSummary::Fetch(s)) => s
             .partitions
             .iter()
-            .map(|p| (partition(&p.topic, p.partition), p.error_code))
+            .map(|p| (Target::Partition(&p.topic, p.partition), p.error_code))
             .collect(),
         Some(RequestSummary::ListOffsets(s)) => s
             .partitions
             .iter()
-            .map(|p| (partition(&p.topic, p.partition), p.error_code))
+            .map(|p| (Target::Partition(&p.topic, p.partition), p.error_code))
             .collect(),
         Some(_) => {
             // The first error with a recovery step, else the first error, else none.
@@ -178,7 +177,7 @@ fn targets(entry: &Entry) -> Vec<(Target, Outcome)> {
             // may poll them for a topic that does not exist yet, and no client library retries
             // them on its own.
             let target = match entry.groups().first() {
-                Some(group) => Target::Group((*group).to_owned()),
+                Some(group) => Target::Group(group),
                 None if entry.is("InitProducerId") => Target::Request,
                 None => return Vec::new(),
             };
@@ -205,55 +204,77 @@ struct Stuck<'a> {
 }
 
 /// The client a request came from: its client id, or its connection without one.
-fn client_of(entry: &Entry) -> String {
-    match entry.client_id.as_deref() {
-        Some(id) if !id.is_empty() => format!("client {id:?}"),
-        _ => format!("conn {} (no client id)", entry.conn),
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Client<'a> {
+    Id(&'a str),
+    Conn(u64),
+}
+
+impl<'a> Client<'a> {
+    fn of(entry: &'a Entry) -> Self {
+        match entry.client_id.as_deref() {
+            Some(id) if !id.is_empty() => Self::Id(id),
+            _ => Self::Conn(entry.conn),
+        }
     }
 }
+
+impl fmt::Display for Client<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Id(id) => write!(f, "client {id:?}"),
+            Self::Conn(conn) => write!(f, "conn {conn} (no client id)"),
+        }
+    }
+}
+
+/// A count's key: the client, the API and what it was about.
+type Key<'a> = (Client<'a>, &'a str, Target<'a>);
 
 /// Runs `stuck-client`.
 pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     if !checks.runs("stuck-client") {
         return Vec::new();
     }
-    // client → (API, target) → the open count.
-    let mut open: HashMap<String, HashMap<(String, Target), Stuck<'_>>> = HashMap::new();
+    // (client, API, target) → the open count, and each client's open keys.
+    let mut open: HashMap<Key<'_>, Stuck<'_>> = HashMap::new();
+    let mut by_client: HashMap<Client<'_>, Vec<Key<'_>>> = HashMap::new();
     let mut found = Vec::new();
     let limit = checks.stuck_after;
-    let mut close = |client: &str, api: &str, target: &Target, stuck: Stuck<'_>| {
+    let mut close = |key: &Key<'_>, stuck: Stuck<'_>| {
         if stuck.retries > limit {
-            found.push(verdict(client, api, target, &stuck));
+            found.push(verdict(key, &stuck));
         }
     };
     for entry in entries {
         let (Some(api), Some(_)) = (entry.api.as_deref(), &entry.request) else {
             continue;
         };
-        let client = client_of(entry);
-        let waiting = open.entry(client.clone()).or_default();
+        let client = Client::of(entry);
         // A step closes every count of this client waiting for it.
         if let Some(step) = Step::taken_by(api) {
-            let taken: Vec<(String, Target)> = waiting
-                .iter()
-                .filter(|(_, s)| s.step == step)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for key in taken {
-                let stuck = waiting.remove(&key).expect("listed above");
-                close(&client, &key.0, &key.1, stuck);
+            if let Some(keys) = by_client.get_mut(&client) {
+                keys.retain(|key| match open.get(key) {
+                    Some(stuck) if stuck.step == step => {
+                        let stuck = open.remove(key).expect("just found");
+                        close(key, stuck);
+                        false
+                    }
+                    Some(_) => true,
+                    None => false,
+                });
             }
         }
         for (target, outcome) in targets(entry) {
-            let key = (api.to_owned(), target);
-            if let Some(stuck) = waiting.get_mut(&key) {
+            let key = (client, api, target);
+            if let Some(stuck) = open.get_mut(&key) {
                 // Sent again once the client had the error: a retry without the step.
                 if entry.at_us >= stuck.known_at {
                     stuck.retries += 1;
                     stuck.last = Some(entry);
                     if outcome == Some(0) {
-                        let stuck = waiting.remove(&key).expect("just found");
-                        close(&client, &key.0, &key.1, stuck);
+                        let stuck = open.remove(&key).expect("just found");
+                        close(&key, stuck);
                     }
                 }
                 continue;
@@ -267,11 +288,10 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             };
             // OUT_OF_ORDER_SEQUENCE_NUMBER is about the batch's epoch, the others about the
             // partition.
-            let batch = matches!(key.1, Target::Batch { .. });
-            if batch != (step == Step::NewEpoch) {
+            if matches!(target, Target::Batch { .. }) != (step == Step::NewEpoch) {
                 continue;
             }
-            waiting.insert(
+            open.insert(
                 key,
                 Stuck {
                     first: entry,
@@ -282,26 +302,21 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     last: None,
                 },
             );
+            by_client.entry(client).or_default().push(key);
         }
     }
-    let mut left: Vec<(String, (String, Target), Stuck<'_>)> = open
-        .into_iter()
-        .flat_map(|(client, waiting)| {
-            waiting
-                .into_iter()
-                .map(move |(k, s)| (client.clone(), k, s))
-        })
-        .collect();
-    left.sort_by_key(|(_, _, s)| s.first.seq);
-    for (client, (api, target), stuck) in left {
-        close(&client, &api, &target, stuck);
+    let mut left: Vec<(Key<'_>, Stuck<'_>)> = open.into_iter().collect();
+    left.sort_by_key(|(_, s)| s.first.seq);
+    for (key, stuck) in left {
+        close(&key, stuck);
     }
-    found.sort_by_key(|v| v.entries.first().map(|e| e.seq));
+    // Arrival order of the first failed request; its partitions by name.
+    found.sort_by(|a, b| (a.entries[0].seq, &a.key).cmp(&(b.entries[0].seq, &b.key)));
     found
 }
 
 /// The violation of one count past the limit.
-fn verdict(client: &str, api: &str, target: &Target, stuck: &Stuck<'_>) -> Violation {
+fn verdict((client, api, target): &Key<'_>, stuck: &Stuck<'_>) -> Violation {
     let first = stuck.first;
     let last = stuck.last.unwrap_or(first);
     Violation {
