@@ -8,13 +8,14 @@
 //!
 //! The real client: confluent-kafka (Python) 1.4.0 and 1.4.2, which bundle those librdkafka
 //! releases, running `fixtures/clients/python/assign_committer.py` (assign() all partitions
-//! from the beginning, a synchronous commit per message). The cluster: three brokers in
-//! process. The test produces half the messages, waits until the consumer has committed the
-//! end of each partition and its two start-up FindCoordinator requests were answered, moves the group's coordinator to another broker, and produces the
-//! other half: every commit after that must find the new coordinator. The run is event-driven
-//! (journal entries, no sleep): 1.4.0 must be named by `stuck-client` with NOT_COORDINATOR
-//! and FindCoordinator, the count matching the journal, in one of up to 3 attempts (see the
-//! test); 1.4.2 must leave every check without a violation (warnings allowed) in every run.
+//! from offset 0, a synchronous commit per message). The cluster: three brokers in process.
+//! The test produces half the messages, waits until the consumer has committed the end of each
+//! partition and its two start-up FindCoordinator requests were answered, moves the group's
+//! coordinator to another broker, and produces the other half: every commit after that must
+//! find the new coordinator. The run is event-driven (journal entries, no sleep): 1.4.0 must be
+//! named by `stuck-client` with NOT_COORDINATOR and FindCoordinator, the count matching the
+//! journal, in one of up to 3 attempts (see the test); 1.4.2 must leave every check without a
+//! violation (warnings allowed) in every run.
 
 use std::time::Duration;
 
