@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kmock::control::ControlApi;
-use kmock::{ApiKey, Checks, Cluster, Report, Rule};
+use kmock::{ApiKey, Checks, Cluster, Report, ResponseError, Rule};
 use kmock_client::Client;
 
 mod common;
@@ -92,7 +92,7 @@ fn an_unreadable_journal_exits_2_naming_the_line() {
 
 /// The checks a journal alone can run, each of which the traffic of
 /// [`a_journal_with_every_violation`] trips once.
-const JOURNAL_KINDS: [&str; 9] = [
+const JOURNAL_KINDS: [&str; 10] = [
     "offset-commit-regression",
     "commit-for-unassigned-partition",
     "stale-generation-commit",
@@ -102,6 +102,7 @@ const JOURNAL_KINDS: [&str; 9] = [
     "epoch-not-reset",
     "epoch-regression",
     "inflight-exceeded",
+    "stuck-client",
 ];
 /// The checks that need the partition logs: `kmock check` skips them, `POST /check` runs them
 /// (a correct kmock never stores what they catch, so they stay clean).
@@ -203,6 +204,26 @@ async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, Control
         );
     }
     assert!(hold.remove(), "the rule was in force");
+    // stuck-client (at a limit of 1): a commit refused NOT_COORDINATOR, sent twice more
+    // without a FindCoordinator.
+    let moved = cluster
+        .add_rule(
+            Rule::on(ApiKey::OffsetCommit)
+                .group("moved")
+                .error(ResponseError::NotCoordinator),
+        )
+        .unwrap();
+    for offset in [1, 2, 3] {
+        let answer = a
+            .send(commit_request("moved", "t", offset), 8)
+            .await
+            .unwrap();
+        assert_eq!(
+            answer.topics[0].partitions[0].error_code, 16,
+            "NOT_COORDINATOR"
+        );
+    }
+    assert!(moved.remove(), "the rule was in force");
     (cluster, api)
 }
 
@@ -225,8 +246,15 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
     let file = JournalFile::new("every-check");
     let (cluster, api) = a_journal_with_every_violation(&file).await;
 
-    let (code, stdout, stderr) =
-        kmock_check(&[file.path(), "--format", "json", "--max-in-flight", "2"]);
+    let (code, stdout, stderr) = kmock_check(&[
+        file.path(),
+        "--format",
+        "json",
+        "--max-in-flight",
+        "2",
+        "--stuck-after",
+        "1",
+    ]);
     assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
     let offline: Report = serde_json::from_str(&stdout).unwrap();
     let kinds: BTreeSet<&str> = offline.violations.iter().map(|v| v.kind.as_str()).collect();
@@ -247,7 +275,10 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
     let answer = http(
         "POST",
         &format!("{}/check", api.url()),
-        Some(("application/json", r#"{"max_in_flight": 2}"#)),
+        Some((
+            "application/json",
+            r#"{"max_in_flight": 2, "stuck_after": 1}"#,
+        )),
     );
     let over_http: Report = serde_json::from_value(answer.expect(200)).unwrap();
     assert_eq!(named(&over_http), named(&offline), "{over_http}");
@@ -263,7 +294,8 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
         );
     }
 
-    // The default limit, 5, lets three requests in flight through.
+    // The default limits, 5 in flight and 10 retries, let three requests in flight and two
+    // retries through.
     let (_, stdout, _) = kmock_check(&[file.path(), "--format", "json"]);
     let default_limit: Report = serde_json::from_str(&stdout).unwrap();
     let kinds: BTreeSet<&str> = default_limit
@@ -273,6 +305,7 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
         .collect();
     let mut expected: BTreeSet<&str> = JOURNAL_KINDS.into_iter().collect();
     expected.remove("inflight-exceeded");
+    expected.remove("stuck-client");
     assert_eq!(kinds, expected, "{default_limit}");
 
     // Each check alone, through both, names only its own violation.
@@ -283,6 +316,8 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
             "json",
             "--max-in-flight",
             "2",
+            "--stuck-after",
+            "1",
             "--check",
             kind,
         ]);
@@ -294,7 +329,7 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
         };
         assert_eq!(code, expected, "{kind}: {stdout}");
         let alone: Report = serde_json::from_str(&stdout).unwrap();
-        let body = format!(r#"{{"checks": ["{kind}"], "max_in_flight": 2}}"#);
+        let body = format!(r#"{{"checks": ["{kind}"], "max_in_flight": 2, "stuck_after": 1}}"#);
         let answer = http(
             "POST",
             &format!("{}/check", api.url()),

@@ -9,6 +9,7 @@ pub mod go_client;
 pub mod java_client;
 pub mod numbered;
 pub mod real_kafka;
+pub mod python_client;
 
 pub use numbered::{exactly_once_in_order, produce_numbered, read_log, Produced};
 

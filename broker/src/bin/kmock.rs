@@ -27,7 +27,9 @@ enum Command {
 struct Check {
     /// The journal, one JSON entry a line.
     journal: std::path::PathBuf,
-    /// Run only this check (repeatable); all by default.
+    /// Run only this check (repeatable); all by default. Among them `stuck-client`: a client
+    /// sending a request again after an error without the recovery step Kafka's protocol
+    /// defines (see --stuck-after).
     #[arg(long = "check", value_name = "NAME")]
     checks: Vec<String>,
     /// Produce requests a client may have outstanding on one connection.
@@ -37,6 +39,11 @@ struct Check {
     /// generation, or every commit to the group (as `POST /check`'s `commit_scope`).
     #[arg(long, value_enum, default_value_t = Scope::Member)]
     commit_scope: Scope,
+    /// Retries a client may send after an error without the recovery step Kafka's protocol
+    /// defines for it (FindCoordinator, Metadata, JoinGroup, a new producer epoch) before
+    /// `stuck-client` names it.
+    #[arg(long, value_name = "N", default_value_t = kmock::check::DEFAULT_STUCK_AFTER)]
+    stuck_after: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -235,14 +242,13 @@ fn check(args: &Check) -> i32 {
         kmock::Checks::only(&args.checks)
     };
     let checks = match checks {
-        Ok(checks) => {
-            checks
-                .max_in_flight(args.max_in_flight)
-                .commit_scope(match args.commit_scope {
-                    Scope::Member => kmock::check::CommitScope::Member,
-                    Scope::Group => kmock::check::CommitScope::Group,
-                })
-        }
+        Ok(checks) => checks
+            .max_in_flight(args.max_in_flight)
+            .stuck_after(args.stuck_after)
+            .commit_scope(match args.commit_scope {
+                Scope::Member => kmock::check::CommitScope::Member,
+                Scope::Group => kmock::check::CommitScope::Group,
+            }),
         Err(e) => {
             eprintln!("kmock check: {e}");
             return 2;

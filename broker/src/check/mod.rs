@@ -8,9 +8,11 @@
 //! - produce sequence ([`sequences`]): `sequence-gap`, `sequence-reorder`, `sequence-overlap`,
 //!   `epoch-not-reset`, `epoch-regression`, `inflight-exceeded`;
 //! - log integrity ([`logs`], in process only): `duplicate-write`, `out-of-order-write`,
-//!   `lost-write`.
+//!   `lost-write`;
+//! - liveness ([`liveness`]): `stuck-client`.
 
 pub mod commits;
+pub mod liveness;
 pub mod logs;
 mod rebalance;
 pub mod sequences;
@@ -36,6 +38,7 @@ pub const ALL: &[&str] = &[
     "duplicate-write",
     "out-of-order-write",
     "lost-write",
+    "stuck-client",
 ];
 
 /// A family of checks: what they are about and what they need.
@@ -48,6 +51,8 @@ pub enum Family {
     /// The partition logs against what was acknowledged ([`logs`]); needs the logs, so runs in
     /// process only.
     LogIntegrity,
+    /// Clients retrying without the recovery step Kafka's protocol defines ([`liveness`]).
+    Liveness,
 }
 
 /// What kmock knows of one check.
@@ -79,6 +84,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check("duplicate-write",                 Family::LogIntegrity,    &["Produce"]),
     check("out-of-order-write",              Family::LogIntegrity,    &["Produce"]),
     check("lost-write",                      Family::LogIntegrity,    &["Produce"]),
+    check("stuck-client",                    Family::Liveness,        &["OffsetCommit", "Produce", "Fetch", "ListOffsets"]),
 ];
 
 const fn check(name: &'static str, family: Family, reads: &'static [&'static str]) -> CheckInfo {
@@ -146,7 +152,17 @@ pub struct Checks {
     /// Produce requests a client may have outstanding on one connection
     /// (`inflight-exceeded`). Default 5, the Java client's `max.in.flight.requests.per.connection`.
     pub max_in_flight: usize,
+    /// Retries a client may send after an error without taking the recovery step Kafka's
+    /// protocol defines for it (`stuck-client`). Default [`DEFAULT_STUCK_AFTER`].
+    pub stuck_after: usize,
 }
+
+/// Default of [`Checks::stuck_after`]: 10 retries without the step. A correct client takes
+/// the step before its first retry (librdkafka, the Java client and Sarama all look the
+/// coordinator or the metadata up again on the error), so its count stays at 0 or 1 (a request
+/// queued just as the answer came back); the bug this check exists for
+/// (confluentinc/librdkafka#2791) sent hundreds.
+pub const DEFAULT_STUCK_AFTER: usize = 10;
 
 impl Default for Checks {
     fn default() -> Self {
@@ -155,6 +171,7 @@ impl Default for Checks {
             commit_scope: CommitScope::Member,
             allowed_regressions: Vec::new(),
             max_in_flight: 5,
+            stuck_after: DEFAULT_STUCK_AFTER,
         }
     }
 }
@@ -210,6 +227,12 @@ impl Checks {
     /// The most Produce requests a client may have outstanding on one connection.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.max_in_flight = requests;
+        self
+    }
+
+    /// Reports `stuck-client` past `retries` retries without the recovery step.
+    pub fn stuck_after(mut self, retries: usize) -> Self {
+        self.stuck_after = retries;
         self
     }
 
@@ -417,6 +440,7 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
     for stretch in entries.split(is_reset) {
         report.violations.extend(commits::check(stretch, checks));
         report.violations.extend(sequences::check(stretch, checks));
+        report.violations.extend(liveness::check(stretch, checks));
     }
     report.skipped.extend(truncated(entries, checks));
     report

@@ -12,7 +12,8 @@ use crate::check::{CommitScope, Report};
 use crate::Checks;
 
 /// The body, all optional: `{"checks": ["offset-commit-regression"], "max_in_flight": 5,
-/// "commit_scope": "member"}`; an empty body runs every check with the defaults.
+/// "commit_scope": "member", "stuck_after": 10}`; an empty body runs every check with the
+/// defaults.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Request {
@@ -23,6 +24,8 @@ struct Request {
     max_in_flight: Option<usize>,
     /// `member` (default) or `group`: which commits `offset-commit-regression` compares.
     commit_scope: Option<CommitScope>,
+    /// Retries without the recovery step before `stuck-client` names a client (default 10).
+    stuck_after: Option<usize>,
 }
 
 /// `POST /check`: the report, in the JSON of `kmock check --format json` (`checks`,
@@ -43,6 +46,9 @@ pub(crate) async fn run(
     }
     if let Some(scope) = request.commit_scope {
         checks = checks.commit_scope(scope);
+    }
+    if let Some(n) = request.stuck_after {
+        checks = checks.stuck_after(n);
     }
     Ok(Json(control.cluster.check(&checks)))
 }

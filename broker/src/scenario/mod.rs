@@ -31,6 +31,7 @@
 //!                           # silence (true), error (a Kafka error name: NOT_COORDINATOR)
 //!     expect: "1.."         # optional: a number or a range of firings
 //! checks: [offset-commit-regression]  # run when kmock serve stops; "all" for every check
+//! stuck_after: 10          # stuck-client: retries without the recovery step (default 10)
 //! operations:               # cluster operations while serving (crate::schedule)
 //!   - { at: 500ms, every: 1s, broker_down: 1 }
 //!   - { at: 800ms, every: 1s, broker_up: 1 }
@@ -93,6 +94,8 @@ pub struct Scenario {
     /// Checks to run when the cluster stops.
     #[serde(default)]
     pub checks: Vec<String>,
+    /// `stuck-client`'s limit: retries without the recovery step ([`Checks::stuck_after`]).
+    pub stuck_after: Option<usize>,
     /// Cluster operations to run while serving ([`crate::schedule`]).
     #[serde(default)]
     pub operations: Vec<crate::schedule::OperationSpec>,
@@ -229,7 +232,13 @@ impl Scenario {
     pub fn checks(&self) -> Result<Option<Checks>, Error> {
         match self.checks.as_slice() {
             [] => Ok(None),
-            names => Checks::named(names).map(Some).map_err(Error::Config),
+            names => {
+                let checks = Checks::named(names).map_err(Error::Config)?;
+                Ok(Some(match self.stuck_after {
+                    Some(n) => checks.stuck_after(n),
+                    None => checks,
+                }))
+            }
         }
     }
 }
