@@ -6,12 +6,16 @@
 //! - commit order ([`commits`]): `offset-commit-regression`, `commit-for-unassigned-partition`,
 //!   `stale-generation-commit`;
 //! - produce sequence ([`sequences`]): `sequence-gap`, `sequence-reorder`, `sequence-overlap`,
-//!   `epoch-not-reset`, `epoch-regression`, `inflight-exceeded`;
+//!   `epoch-not-reset`, `epoch-regression`;
+//! - produce order, for every producer: `reorder-on-retry` ([`retries`]), `inflight-exceeded`
+//!   ([`inflight`]);
 //! - log integrity ([`logs`], in process only): `duplicate-write`, `out-of-order-write`,
 //!   `lost-write`.
 
 pub mod commits;
+pub mod inflight;
 pub mod logs;
+pub mod retries;
 pub mod sequences;
 
 use std::collections::BTreeSet;
@@ -35,6 +39,7 @@ pub const ALL: &[&str] = &[
     "duplicate-write",
     "out-of-order-write",
     "lost-write",
+    "reorder-on-retry",
 ];
 
 /// Which commits `offset-commit-regression` compares with each other.
@@ -58,8 +63,11 @@ pub struct Checks {
     /// `(group, topic, partition)` whose regressions are intentional resets, not reported.
     pub allowed_regressions: Vec<(String, String, i32)>,
     /// Produce requests a client may have outstanding on one connection
-    /// (`inflight-exceeded`). Default 5, the Java client's `max.in.flight.requests.per.connection`.
-    pub max_in_flight: usize,
+    /// (`inflight-exceeded`), for every producer; `None` (the default) holds only producers
+    /// with a producer id, to [`inflight::IDEMPOTENT_MAX_IN_FLIGHT`] (5), Kafka's bound for
+    /// idempotence: without one Kafka sets no bound (librdkafka's non-idempotent default is
+    /// 1,000,000), so only the client's own configured limit can be checked.
+    pub max_in_flight: Option<usize>,
 }
 
 impl Default for Checks {
@@ -68,7 +76,7 @@ impl Default for Checks {
             selected: ALL.iter().map(|s| (*s).to_owned()).collect(),
             commit_scope: CommitScope::Member,
             allowed_regressions: Vec::new(),
-            max_in_flight: 5,
+            max_in_flight: None,
         }
     }
 }
@@ -121,9 +129,11 @@ impl Checks {
         self
     }
 
-    /// The most Produce requests a client may have outstanding on one connection.
+    /// The most Produce requests any producer may have outstanding on one connection (the
+    /// client's `max.in.flight.requests.per.connection`, Sarama's `Net.MaxOpenRequests`), with
+    /// or without a producer id.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
-        self.max_in_flight = requests;
+        self.max_in_flight = Some(requests);
         self
     }
 
@@ -329,6 +339,8 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
     for stretch in entries.split(is_reset) {
         report.violations.extend(commits::check(stretch, checks));
         report.violations.extend(sequences::check(stretch, checks));
+        report.violations.extend(inflight::check(stretch, checks));
+        report.violations.extend(retries::check(stretch, checks));
     }
     report.skipped.extend(truncated(entries, checks));
     report
@@ -352,6 +364,7 @@ fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
         "duplicate-write",
         "out-of-order-write",
         "lost-write",
+        "reorder-on-retry",
     ];
     let read = |e: &Entry| {
         (e.is("OffsetCommit") && commits.iter().any(|c| checks.runs(c)))
