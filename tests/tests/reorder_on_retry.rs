@@ -1,7 +1,7 @@
 //! `reorder-on-retry` on the wire, for producers without a producer id: a refused or lost
 //! batch resent after a later one was stored is named with the three requests; a resend
-//! before anything later, a resend of a batch the broker had stored, and another producer's
-//! batch sharing the client id are not. And `inflight-exceeded` for such producers: held to a
+//! before anything later, a batch in between not stamped after the refused one, a resend of a
+//! batch the broker had stored, and another producer's batch sharing the client id are not. And `inflight-exceeded` for such producers: held to a
 //! limit set, not to the idempotent default.
 
 use std::time::Duration;
@@ -108,6 +108,25 @@ async fn a_refused_batch_resent_before_anything_later_is_in_order() {
     assert_eq!(produce(&client, &records(0, 5)).await, 0);
     assert_eq!(produce(&client, &records(5, 2)).await, 0);
     cluster.check(&Checks::default()).assert_clean();
+}
+
+#[tokio::test]
+async fn a_batch_in_between_not_produced_after_the_refused_one_is_no_verdict() {
+    let cluster = cluster().await;
+    cluster
+        .add_rule(
+            Rule::on(ApiKey::Produce)
+                .nth(1)
+                .error(ResponseError::NotLeaderOrFollower),
+        )
+        .unwrap();
+    let client = connect(&cluster, "p").await;
+    assert_eq!(produce(&client, &records(10, 3)).await, NOT_LEADER);
+    // Stamped before the refused records (an application's own event times): the journal
+    // cannot tell it was produced later.
+    assert_eq!(produce(&client, &records(0, 2)).await, 0);
+    assert_eq!(produce(&client, &records(10, 3)).await, 0);
+    cluster.check(&only(&["reorder-on-retry"])).assert_clean();
 }
 
 #[tokio::test]

@@ -16,16 +16,17 @@
 //! confused when one of them reconnects: give producers their own client id (the Java client
 //! does by default) where it matters.
 //!
-//! **Which records.** A batch resends a failed one when it carries some of its records
-//! ([`shares_records`]): the same producer id and epoch with overlapping sequences, else
-//! overlapping record timestamp ranges (the batch header's first and largest timestamps; Sarama
-//! leaves the largest unset, so a later batch starting at or before the failed one's first
-//! record is taken for its resend). The
-//! Java client and librdkafka keep a record's timestamp across retries; Sarama stamps a record
-//! when it adds it to a batch, so its retries are recognized only when the application sets
-//! `ProducerMessage.Timestamp`. A batch that shares no record with a failed one but shares a
-//! millisecond with it is taken for its resend, so the check can miss a reorder, never invent
-//! one, as long as a producer's timestamps do not go backwards.
+//! **Which records** ([`relation`]). A batch resends a failed one when it carries some of its
+//! records, and the batch stored in between must be new data, all produced after the failed
+//! records: with the same producer id and epoch by sequences (overlapping; all after), else by
+//! the record timestamp ranges of the batch headers (overlapping; all after; Sarama leaves the
+//! largest timestamp unset, so its batches are taken to start where their first record is).
+//! Where the journal cannot tell, there is no verdict. The Java client and librdkafka keep a
+//! record's timestamp across retries; Sarama stamps a record when it adds it to a batch, so
+//! its retries are recognized only when the application sets `ProducerMessage.Timestamp`. A
+//! batch of new data sharing a millisecond with a failed one is taken for its resend: the
+//! check can miss a reorder then, not invent one, as long as a producer's timestamps do not
+//! go backwards.
 //!
 //! Requests with acks = 0 are not judged (never answered, never known to have failed).
 
@@ -39,12 +40,25 @@ use crate::scenario::screaming;
 /// oldest are forgotten (a producer that gave up on them).
 const MAX_WAITING: usize = 10_000;
 
-/// Whether `later` carries some of the records of `earlier`, as far as the journal tells: with
-/// the same producer id and epoch, overlapping sequences; otherwise overlapping ranges of
-/// record timestamps `[first_timestamp, max_timestamp]` (where a header leaves the largest
-/// timestamp unset, as Sarama's do, `later` must start at or before `earlier`'s first record).
-/// The one place to change when the journal keeps record digests (a digest in common).
-fn shares_records(earlier: &ProducePartition, later: &ProducePartition) -> bool {
+/// How the records of a later batch stand to those of an earlier one of the same producer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relation {
+    /// It carries some of the same records: a resend.
+    Shares,
+    /// Every record of it was produced after every record of the earlier one: new data.
+    After,
+    /// The journal cannot tell (neither is judged).
+    Unknown,
+}
+
+/// How `later`'s records stand to `earlier`'s, as far as the journal tells: with the same
+/// producer id and epoch, by sequences (overlapping, or all after); otherwise by the record
+/// timestamp ranges `[first_timestamp, max_timestamp]` of the headers (overlapping, or all
+/// after). Where a header leaves the largest timestamp unset, as Sarama's do, a batch is taken
+/// to end at its first record when it is the earlier one and to run on when it is the later
+/// one. The one function to change when the journal keeps record digests: a digest in common,
+/// else new data.
+fn relation(earlier: &ProducePartition, later: &ProducePartition) -> Relation {
     if earlier.producer_id >= 0
         && earlier.producer_id == later.producer_id
         && earlier.producer_epoch == later.producer_epoch
@@ -53,18 +67,28 @@ fn shares_records(earlier: &ProducePartition, later: &ProducePartition) -> bool 
             i64::from(earlier.base_sequence),
             i64::from(later.base_sequence),
         );
-        return d < i64::from(earlier.record_count) && -d < i64::from(later.record_count);
+        return if d < i64::from(earlier.record_count) && -d < i64::from(later.record_count) {
+            Relation::Shares
+        } else if d >= i64::from(earlier.record_count) {
+            Relation::After
+        } else {
+            Relation::Unknown // an earlier sequence: a client renumbering, or reordering
+        };
     }
     if earlier.first_timestamp < 0 || later.first_timestamp < 0 {
-        return false;
+        return Relation::Unknown;
     }
-    // A header whose largest timestamp is unset (Sarama writes -1) says only where the batch
-    // starts: the failed batch is taken to end there, the later one to run on.
     let known_max =
         |b: &ProducePartition| Some(b.max_timestamp).filter(|m| *m >= b.first_timestamp);
     let earlier_end = known_max(earlier).unwrap_or(earlier.first_timestamp);
     let later_end = known_max(later).unwrap_or(i64::MAX);
-    later.first_timestamp <= earlier_end && earlier.first_timestamp <= later_end
+    if later.first_timestamp > earlier_end {
+        Relation::After
+    } else if earlier.first_timestamp <= later_end {
+        Relation::Shares
+    } else {
+        Relation::Unknown
+    }
 }
 
 /// Who sent a batch: its producer id, or without one its client id.
@@ -190,13 +214,13 @@ fn take_resent<'a>(stream: &mut Stream<'a>, batch: Sent<'a>, by_id: bool) -> Vec
     let (resent, waiting): (Vec<Waiting<'a>>, Vec<Waiting<'a>>) = stream
         .waiting
         .iter()
-        .partition(|w| same_producer(w) && shares_records(w.last.batch, batch.batch));
+        .partition(|w| same_producer(w) && relation(w.last.batch, batch.batch) == Relation::Shares);
     stream.waiting = waiting;
     resent
 }
 
-/// The first stored batch of `stream` whose records were first sent after `failed`'s, by the
-/// same producer: `resend` stored `failed`'s records after it.
+/// The first stored batch of `stream` whose records were first sent after `failed`'s and
+/// produced after them, by the same producer: `resend` stored `failed`'s records after it.
 fn overtaken(
     stream: &Stream<'_>,
     failed: &Waiting<'_>,
@@ -207,9 +231,11 @@ fn overtaken(
     let conns = [f.conn, failed.last.entry.conn, resend.entry.conn];
     // Stored in arrival order; a batch first sent after `f` arrived after it.
     let after = stream.stored.partition_point(|b| b.sent.entry.seq <= f.seq);
-    let later = stream.stored[after..]
-        .iter()
-        .find(|b| b.origin > f.seq && (by_id || conns.contains(&b.sent.entry.conn)))?;
+    let later = stream.stored[after..].iter().find(|b| {
+        b.origin > f.seq
+            && (by_id || conns.contains(&b.sent.entry.conn))
+            && relation(failed.first.batch, b.sent.batch) == Relation::After
+    })?;
     Some(reorder(failed.first, &later.sent, resend))
 }
 
