@@ -419,7 +419,7 @@ fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
                 .client_id
                 .as_ref()
                 .map(|c| c.as_str().to_owned()),
-            request: summary::summarize(&request.body, |id| {
+            request: summary::summarize(&request.body, request.version, |id| {
                 shared.state().topic_by_id(id).map(|t| t.name.clone())
             }),
         },

@@ -205,3 +205,24 @@ async fn a_scenario_control_token_is_required_too() {
     let health: Value = call(&server, "GET", "/health", &owner, None).expect(200);
     assert_eq!(health["status"], "ok");
 }
+
+#[tokio::test]
+async fn a_token_from_the_environment_or_a_file_is_required_too() {
+    let path = std::env::temp_dir().join(format!("kmock-control-token-{}.txt", std::process::id()));
+    std::fs::write(&path, "from-file\n").unwrap();
+    let from_file = Server::start(&[
+        "--port",
+        "0",
+        "--control-token-file",
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).unwrap();
+    let from_env = Server::start_with_env(&["--port", "0"], &[("KMOCK_CONTROL_TOKEN", "from-env")]);
+    for (server, token) in [(&from_file, "from-file"), (&from_env, "from-env")] {
+        one_request(server).await;
+        let owner = [format!("Authorization: Bearer {token}")];
+        let owner: Vec<&str> = owner.iter().map(String::as_str).collect();
+        all_refused(server, &[], 401, "Bearer", &owner);
+        served(server, &owner);
+    }
+}

@@ -1,7 +1,9 @@
 //! `kmock serve`'s flags do what README's table says: `--no-auto-create-topics` (Metadata
 //! refuses unknown topics), `--default-partitions` (the partitions of an auto-created topic),
 //! `--control-host` (where the control API listens); SIGINT stops it cleanly and frees the
-//! ports while a client is connected; an unmet `expect` of a scenario's rule makes it exit 1.
+//! ports while a client is connected; an unmet `expect` of a scenario's rule makes it exit 1;
+//! `--connections-max-idle off` keeps an idle connection open that the scenario's limit would
+//! close.
 
 mod common;
 
@@ -115,4 +117,61 @@ fn an_unmet_expectation_makes_serve_exit_1_naming_the_rule() {
     // Its counterpart: the same rule expecting no firing is met, and the exit is 0.
     let (code, out) = serve_without_traffic("0");
     assert_eq!(code, 0, "stdout after start-up: {out}");
+}
+
+/// A connection to `addr` that sends nothing; `closed` waits (up to `limit`) for the broker
+/// to close it.
+struct Idle(std::net::TcpStream);
+
+impl Idle {
+    fn open(addr: SocketAddr) -> Idle {
+        Idle(std::net::TcpStream::connect(addr).unwrap())
+    }
+
+    /// Whether the broker closed the connection within `limit`.
+    fn closed(&self, limit: std::time::Duration) -> bool {
+        use std::io::Read as _;
+        self.0.set_read_timeout(Some(limit)).unwrap();
+        let mut byte = [0u8; 1];
+        match (&self.0).read(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => panic!("the broker wrote to a connection that sent nothing"),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+            Err(_) => false, // timed out: still open
+        }
+    }
+}
+
+#[test]
+fn connections_max_idle_off_keeps_an_idle_connection_the_scenario_would_close() {
+    let path = std::env::temp_dir().join(format!("kmock-idle-{}.yaml", std::process::id()));
+    std::fs::write(&path, "port: 0\nconnections_max_idle: 1s\n").unwrap();
+    let config = path.to_str().unwrap();
+    let limited = Server::start(&["--config", config]);
+    let unlimited = Server::start(&["--config", config, "--connections-max-idle", "off"]);
+    std::fs::remove_file(&path).unwrap();
+    // Hang guard only: the limited broker closes its idle connection after about 1 s.
+    let guard = std::time::Duration::from_secs(60);
+    let kept = Idle::open(unlimited.addrs()[0]);
+    // Opened after `kept`: once the scenario's limit has closed it, `kept` has been idle
+    // longer than that limit.
+    let later = Idle::open(limited.addrs()[0]);
+    assert!(
+        later.closed(guard),
+        "the scenario's 1 s limit closes an idle connection"
+    );
+    assert!(
+        !kept.closed(std::time::Duration::from_millis(1)),
+        "with --connections-max-idle off, an idle connection stays open"
+    );
+    // And it still serves: ApiVersions v0 (key 18, correlation id 7, null client id).
+    use std::io::{Read as _, Write as _};
+    let mut stream = kept.0;
+    stream.set_read_timeout(Some(guard)).unwrap();
+    stream
+        .write_all(&[0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 7, 0xff, 0xff])
+        .unwrap();
+    let mut head = [0u8; 8];
+    stream.read_exact(&mut head).expect("an answer");
+    assert_eq!(head[4..], [0, 0, 0, 7], "the answer's correlation id");
 }

@@ -209,6 +209,52 @@ fn a_scenario_with_a_typo_fails_with_the_file_and_line() {
 }
 
 #[test]
+fn a_scenario_with_a_rule_that_could_never_fire_fails_naming_the_matcher_and_the_api() {
+    let path = std::env::temp_dir().join(format!(
+        "kmock-scenario-{}-impossible.yaml",
+        std::process::id()
+    ));
+    std::fs::write(
+        &path,
+        "port: 0\nrules:\n  - name: commits-of-produce\n    api: Produce\n    group: billing\n    delay: 40ms\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kmock"))
+        .args(["serve", "--config", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a bad scenario is bad input");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("impossible.yaml")
+            && stderr.contains("rule commits-of-produce")
+            && stderr.contains("the `group` matcher can never match Produce"),
+        "{stderr}"
+    );
+    std::fs::remove_file(path).unwrap();
+}
+
+/// A scenario's rule window counts from the cluster's start: `GET /rules` shows it in the
+/// journal's `at_us` terms, whenever the rule was put in force.
+#[test]
+fn a_scenario_rule_window_counts_from_the_cluster_start() {
+    let path =
+        std::env::temp_dir().join(format!("kmock-scenario-{}-window.yaml", std::process::id()));
+    std::fs::write(
+        &path,
+        "port: 0\nrules:\n  - name: outage\n    api: Metadata\n    topic: orders\n    after: 1s\n    until: 2500ms\n    error: LEADER_NOT_AVAILABLE\n",
+    )
+    .unwrap();
+    let (server, _) = Server::start_json(&["--config", path.to_str().unwrap()]);
+    assert_eq!(
+        server.http("GET", "/rules", None).expect(200),
+        json!([{"id": 1, "name": "outage", "matched": 0, "fired": 0,
+                "from_at_us": 1_000_000, "until_at_us": 2_500_000}])
+    );
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
 fn scheduled_operations_take_a_broker_down_and_bring_it_back() {
     let path = std::env::temp_dir().join(format!(
         "kmock-scenario-{}-operations.yaml",

@@ -200,3 +200,84 @@ async fn times_fires_on_the_matches_in_its_range_and_a_removed_rule_fires_no_mor
     cluster.shutdown().await;
     Ok(())
 }
+
+/// A `topic` rule on Metadata fires on a request naming the topic, and on a request for all
+/// topics (`null`, or an empty list at v0, which Kafka answers with every topic); not on one
+/// naming only other topics, nor on an empty list at v1+ (no topic at all).
+#[tokio::test]
+async fn a_topic_matcher_matches_metadata_naming_the_topic_or_all_topics() -> Result<()> {
+    let cluster = Cluster::builder()
+        .topic("t", 1)
+        .topic("u", 1)
+        .auto_create_topics(false)
+        .start()
+        .await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    cluster.add_rule(noting(Rule::on(ApiKey::Metadata).topic("t"), "t"))?;
+    client.metadata(Some(&["t"])).await?;
+    client.metadata(Some(&["u"])).await?;
+    client.metadata(Some(&["u", "t"])).await?;
+    client.metadata(None).await?;
+    client
+        .send(MetadataRequest::default().with_topics(Some(Vec::new())), 12)
+        .await?;
+    client
+        .send(MetadataRequest::default().with_topics(Some(Vec::new())), 0)
+        .await?;
+    same(
+        "rules applied to each Metadata, in order",
+        faults_of(&cluster, "Metadata"),
+        vec![
+            applied(&["t"]),
+            applied(&[]),
+            applied(&["t"]),
+            applied(&["t"]),
+            applied(&[]),
+            applied(&["t"]),
+        ],
+    )?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// `add_rule` refuses a rule whose matchers can never match a request of its API, naming the
+/// matcher and the API, and puts nothing in force.
+#[tokio::test]
+async fn a_rule_that_could_never_fire_is_refused_by_add_rule() -> Result<()> {
+    let cluster = Cluster::builder().start().await?;
+    let silenced = |rule: Rule| rule.silence();
+    for (rule, says) in [
+        (
+            Rule::on(ApiKey::Produce).group("g"),
+            "the `group` matcher can never match Produce: Produce requests carry no group",
+        ),
+        (
+            Rule::on(ApiKey::FindCoordinator).partition(0),
+            "the `partition` matcher can never match FindCoordinator",
+        ),
+        (
+            Rule::on(ApiKey::Metadata).topic("t").partition(0),
+            "the `partition` matcher can never match Metadata",
+        ),
+        (
+            Rule::on(ApiKey::Fetch).versions(..=3),
+            "kmock implements Fetch 4–",
+        ),
+        (
+            Rule::on(ApiKey::Fetch)
+                .after(Duration::from_secs(2))
+                .until(Duration::from_secs(2)),
+            "an empty window",
+        ),
+    ] {
+        let refused = cluster.add_rule(silenced(rule)).map(|h| h.id());
+        let message = match refused {
+            Err(kmock::Error::Config(message)) => message,
+            other => panic!("{says}: got {other:?}"),
+        };
+        assert!(message.contains(says), "{message}");
+    }
+    same("rules in force", cluster.rules(), Vec::new())?;
+    cluster.shutdown().await;
+    Ok(())
+}

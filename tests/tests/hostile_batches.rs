@@ -2,7 +2,8 @@
 //! tiny records under a header claiming 2^31−1 records, and a batch of 10 million honest
 //! records. Each Produce is answered as Kafka answers it, the process survives (an abort would
 //! end this test process), the journal has the request, and a fresh connection produces and
-//! fetches right after.
+//! fetches right after. And while two connections' batches take seconds to walk, a third
+//! connection is answered at once.
 
 mod common;
 
@@ -156,15 +157,7 @@ async fn assert_answered_and_survived(batch: Bytes, expected: Option<ResponseErr
         &[("max.message.bytes", MAX_MESSAGE_BYTES)],
     )
     .await?;
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(name("hostile"))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(batch))])]);
-    let response = tokio::time::timeout(HANG_GUARD, client.send(request, 9))
+    let response = tokio::time::timeout(HANG_GUARD, client.send(produce_request(batch), 9))
         .await
         .context("hang guard")??;
     let partition = &response.responses[0].partition_responses[0];
@@ -261,4 +254,85 @@ async fn lz4_honest() -> Result<()> {
 #[tokio::test]
 async fn zstd_honest() -> Result<()> {
     honest(Codec::Zstd).await
+}
+
+/// A Produce of `batch` to "hostile" partition 0 with acks -1, as request `version` 9.
+fn produce_request(batch: Bytes) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name("hostile"))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(batch))])])
+}
+
+/// Two connections each send a batch of ten million zstd records, whose walk takes seconds, on
+/// a runtime of two threads (one per core of a small CI machine); once both are in the journal,
+/// a third connection's Metadata and small Produce are answered before either of them: the
+/// walks run on blocking threads, not on the threads that serve connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_batch_walk_holds_up_no_other_connection() -> Result<()> {
+    let (cluster, client) = common::start(1, &[], 1).await?;
+    create_topic_with_configs(
+        &client,
+        "hostile",
+        1,
+        &[("max.message.bytes", MAX_MESSAGE_BYTES)],
+    )
+    .await?;
+    let heavy = batch(Codec::Zstd, HONEST_RECORDS, &honest_records(Codec::Zstd)?);
+    let mut walks = Vec::new();
+    for _ in 0..2 {
+        let connection = common::connect_to(&cluster, 1).await?;
+        let request = produce_request(heavy.clone());
+        walks.push(tokio::spawn(
+            async move { connection.send(request, 9).await },
+        ));
+    }
+    let both_arrived = |n| move |e: &kmock::Entry| e.is("Produce") && e.seq >= n;
+    let first_heavy = cluster.journal().entries().last().map_or(0, |e| e.seq) + 1;
+    cluster
+        .wait_for(both_arrived(first_heavy + 1), HANG_GUARD)
+        .await?;
+
+    let other = common::connect_to(&cluster, 1).await?;
+    tokio::time::timeout(HANG_GUARD, other.metadata(Some(&["hostile"])))
+        .await
+        .context("hang guard")??;
+    let small = tokio::time::timeout(
+        HANG_GUARD,
+        other.produce("hostile", 0, &[kmock_client::record(b"k", b"v")], -1),
+    )
+    .await
+    .context("hang guard")??;
+    code_is(
+        "the small produce",
+        small.responses[0].partition_responses[0].error_code,
+        None,
+    )?;
+    let journal = cluster.journal();
+    let answered_heavy: Vec<u64> = journal
+        .api("Produce")
+        .filter(|e| e.seq == first_heavy || e.seq == first_heavy + 1)
+        .filter(|e| e.response.is_some())
+        .map(|e| e.seq)
+        .collect();
+    ensure!(
+        answered_heavy.is_empty(),
+        "the heavy Produce requests {answered_heavy:?} were answered before the third \
+         connection's requests: their walks held up the threads serving connections"
+    );
+    for walk in walks {
+        let response = tokio::time::timeout(HANG_GUARD, walk)
+            .await
+            .context("hang guard")???;
+        code_is(
+            "a heavy produce",
+            response.responses[0].partition_responses[0].error_code,
+            None,
+        )?;
+    }
+    Ok(())
 }

@@ -91,14 +91,25 @@ struct Serve {
     #[arg(long, default_value_t = 0)]
     control_port: u16,
     /// Bearer token every control API request must carry (`Authorization: Bearer TOKEN`);
-    /// overrides the scenario's `control_token`. Default: none (loopback and same-origin
-    /// checks only).
-    #[arg(long, value_name = "TOKEN")]
+    /// overrides the scenario's `control_token`. Also read from the environment, so that it
+    /// need not show in the process list. Default: none (loopback and same-origin checks
+    /// only).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "KMOCK_CONTROL_TOKEN",
+        hide_env_values = true
+    )]
     control_token: Option<String>,
+    /// A file holding the control API's bearer token (its first line), instead of
+    /// `--control-token`.
+    #[arg(long, value_name = "FILE")]
+    control_token_file: Option<std::path::PathBuf>,
     /// Close a connection with no byte read or written for this long (Kafka's
-    /// connections.max.idle.ms; e.g. 10m, 30s). Default 10m; overrides the scenario's.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    connections_max_idle: Option<std::time::Duration>,
+    /// connections.max.idle.ms; e.g. 10m, 30s), or never with `off`. Default 10m; overrides
+    /// the scenario's.
+    #[arg(long, value_name = "DURATION|off", value_parser = parse_idle)]
+    connections_max_idle: Option<Idle>,
     /// Open connections per broker beyond which the newest is closed (Kafka's
     /// max.connections). Default unlimited; overrides the scenario's.
     #[arg(long, value_name = "N")]
@@ -116,6 +127,45 @@ fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
         bail!("a duration of zero would close every connection at once");
     }
     Ok(d)
+}
+
+/// A `--connections-max-idle` value: a duration, or `None` for `off`.
+#[derive(Debug, Clone, Copy)]
+struct Idle(Option<std::time::Duration>);
+
+fn parse_idle(s: &str) -> anyhow::Result<Idle> {
+    if s == "off" {
+        return Ok(Idle(None));
+    }
+    parse_duration(s)
+        .map(|d| Idle(Some(d)))
+        .context("or `off` to never close an idle connection")
+}
+
+/// The control API's token: `--control-token` (or `KMOCK_CONTROL_TOKEN`), else the first line
+/// of `--control-token-file`, else the scenario's.
+fn control_token(
+    args: &Serve,
+    scenario: Option<&kmock::Scenario>,
+) -> anyhow::Result<Option<String>> {
+    let from_file = match &args.control_token_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --control-token-file {}", path.display()))?;
+            let token = text.lines().next().unwrap_or("").trim().to_owned();
+            if token.is_empty() {
+                bail!("--control-token-file {} holds no token", path.display());
+            }
+            Some(token)
+        }
+    };
+    if from_file.is_some() && args.control_token.is_some() {
+        bail!("give the control token once: --control-token (or KMOCK_CONTROL_TOKEN) or --control-token-file");
+    }
+    Ok(from_file
+        .or_else(|| args.control_token.clone())
+        .or_else(|| scenario.and_then(|s| s.control_token.clone())))
 }
 
 fn parse_bytes(s: &str) -> anyhow::Result<usize> {
@@ -238,8 +288,8 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
             builder
         }
     };
-    if let Some(idle) = args.connections_max_idle {
-        builder = builder.connections_max_idle(Some(idle));
+    if let Some(Idle(idle)) = args.connections_max_idle {
+        builder = builder.connections_max_idle(idle);
     }
     if let Some(max) = args.max_connections {
         builder = builder.max_connections(Some(max));
@@ -252,13 +302,10 @@ async fn serve(args: Serve) -> anyhow::Result<()> {
     if let Some(bytes) = args.journal_max_bytes {
         builder = builder.journal_max_bytes(bytes);
     }
+    let token = control_token(&args, scenario.as_ref())?;
     let mut stop = StopSignals::new()?;
     let cluster = builder.start().await?;
     let control_addr = std::net::SocketAddr::new(args.control_host, args.control_port);
-    let token = args
-        .control_token
-        .clone()
-        .or_else(|| scenario.as_ref().and_then(|s| s.control_token.clone()));
     let control =
         kmock::control::ControlApi::start_with_token(cluster.clone(), control_addr, token).await?;
     let checks = match &scenario {

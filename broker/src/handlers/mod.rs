@@ -118,7 +118,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
     let client_id = request.header.client_id.as_ref().map_or("", |c| c.as_str());
     let ctx = &Ctx { client_id, ..*ctx };
     Ok(Answer::Respond(Box::new(match request.body {
-        RequestKind::Produce(r) => return Ok(produce::handle(ctx, r, v)),
+        RequestKind::Produce(r) => return Ok(produce::handle(ctx, r, v).await),
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(ctx, r, v).await),
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(ctx, r, v)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r, v)),

@@ -5,7 +5,8 @@
 //! replica count from Kafka 3.7, as Kafka's `Partition.appendRecordsToLeader`); one record
 //! batch v2 per
 //! partition, validated as Kafka does ([`crate::state::batch::inspect`]), before the cluster
-//! state lock is taken; offsets assigned by the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer, and a
+//! state lock is taken, and on a blocking thread when the walk may be long (compressed or large
+//! batches: [`crate::state::batch::walk_is_costly`]), so other connections are not held up; offsets assigned by the broker; CreateTime or LogAppendTime by topic config. acks 0 gets no answer, and a
 //! failed acks 0 request closes the connection. A partition
 //! this broker does not lead gets NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951).
 //!
@@ -33,22 +34,11 @@ pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 
 /// Appends each partition's batch. With acks = 0 nothing is answered, and a failure closes the
 /// connection (Kafka's `KafkaApis.handleProduceRequest`).
-pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
+pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     let acks_valid = matches!(request.acks, -1..=1);
     let mut other_leaders = Vec::new();
     let mut appended = false;
-    // The batches are checked (CRC, record walk, decompression) before the cluster state lock
-    // is taken, so that a large batch does not hold up other connections' requests.
-    let mut inspected: Vec<Vec<Option<batch::Inspected>>> = request
-        .topic_data
-        .iter()
-        .map(|t| {
-            t.partition_data
-                .iter()
-                .map(|p| p.records.as_ref().map(|r| batch::inspect(r, version >= 7)))
-                .collect()
-        })
-        .collect();
+    let mut inspected = inspect_all(&request, version >= 7).await;
     let mut state = ctx.shared.state();
     let shared_request = ProduceContext {
         ctx,
@@ -146,6 +136,47 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
                 Vec::new()
             }),
     )))
+}
+
+/// Every partition's batch checked (CRC, record walk, decompression) before the cluster state
+/// lock is taken, so that a large batch does not hold up other connections' requests; on a
+/// blocking thread when one of them may take long ([`batch::walk_is_costly`]), so that the
+/// runtime threads keep serving other connections meanwhile. `None` for null records.
+async fn inspect_all(
+    request: &ProduceRequest,
+    zstd_allowed: bool,
+) -> Vec<Vec<Option<batch::Inspected>>> {
+    let records: Vec<Vec<Option<bytes::Bytes>>> = request
+        .topic_data
+        .iter()
+        .map(|t| t.partition_data.iter().map(|p| p.records.clone()).collect())
+        .collect();
+    let inspect = move |records: Vec<Vec<Option<bytes::Bytes>>>| {
+        records
+            .into_iter()
+            .map(|t| {
+                t.into_iter()
+                    .map(|r| r.map(|r| batch::inspect(&r, zstd_allowed)))
+                    .collect()
+            })
+            .collect()
+    };
+    let costly = records
+        .iter()
+        .flatten()
+        .flatten()
+        .any(|r| batch::walk_is_costly(r));
+    if !costly {
+        return inspect(records);
+    }
+    let kept = records.clone(); // cheap: `Bytes` handles
+    match tokio::task::spawn_blocking(move || inspect(records)).await {
+        Ok(inspected) => inspected,
+        // The walk does not panic (fuzzed); should it, the panic belongs to this request.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The runtime is shutting down and dropped the task: walk here.
+        Err(_) => inspect(kept),
+    }
 }
 
 type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;

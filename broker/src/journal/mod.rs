@@ -40,7 +40,7 @@ pub(crate) use store::{Arrival, Cursor, Journal, LivePage, Sink};
 pub use summary::{
     CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
     InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
-    ListOffsetsSummary, MemberAssignment, OffsetCommitSummary, OffsetFetchSummary,
+    ListOffsetsSummary, MemberAssignment, MetadataSummary, OffsetCommitSummary, OffsetFetchSummary,
     ProducePartition, ProduceSummary, RequestSummary, ResponseSummary, SyncGroupSummary,
     TopicPartitions,
 };

@@ -9,9 +9,11 @@ use uuid::Uuid;
 use super::summary::*;
 use crate::state::batch;
 
-/// Summarizes a decoded request; `topic_name` resolves v13+ topic ids.
+/// Summarizes a decoded request of `version`; `topic_name` resolves topic ids (Produce v13+,
+/// Fetch v13+, Metadata v10+).
 pub(crate) fn summarize(
     request: &RequestKind,
+    version: i16,
     topic_name: impl Fn(Uuid) -> Option<String>,
 ) -> RequestSummary {
     let name = |name: &str, id: Uuid| match name {
@@ -209,6 +211,25 @@ pub(crate) fn summarize(
                 })
                 .collect(),
         ),
+        RequestKind::Metadata(r) => {
+            let all = r
+                .topics
+                .as_ref()
+                .is_none_or(|t| t.is_empty() && version == 0);
+            let total = r.topics.as_ref().map_or(0, Vec::len);
+            let topics: Option<Vec<String>> = (!all).then(|| {
+                r.topics
+                    .iter()
+                    .flatten()
+                    .map(|t| name(t.name.as_ref().map_or("", |n| n.0.as_str()), t.topic_id))
+                    .take(MAX_SUMMARY_ITEMS)
+                    .collect()
+            });
+            RequestSummary::Metadata(MetadataSummary {
+                dropped_topics: bounded_len(total, topics.as_ref().map_or(total, Vec::len)),
+                topics,
+            })
+        }
         _ => RequestSummary::Other,
     }
 }

@@ -106,6 +106,7 @@ heap_of_fields! {
     SyncGroupSummary => [group_id, member_id, group_instance_id, assignments, assignment],
     GroupMemberSummary => [group_id, member_id, group_instance_id],
     LeaveGroupSummary => [group_id, members],
+    MetadataSummary => [topics],
 }
 
 impl Heap for RequestSummary {
@@ -122,6 +123,7 @@ impl Heap for RequestSummary {
             Self::Heartbeat(s) => s.heap(),
             Self::LeaveGroup(s) => s.heap(),
             Self::DeleteTopics(s) => s.heap(),
+            Self::Metadata(s) => s.heap(),
             Self::Other => 0,
         }
     }

@@ -11,10 +11,11 @@ use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::futures::Notified;
 use tokio::sync::{broadcast, Notify};
+use tokio::time::Instant;
 
 use super::{size, write_line, ClusterOperation, Entry, JournalError, JournalSnapshot};
 
@@ -51,6 +52,8 @@ pub(crate) struct Arrival {
 /// The cluster's journal.
 #[derive(Debug)]
 pub(crate) struct Journal {
+    /// The cluster's start on Tokio's clock (the clock of its timers and of timed fault
+    /// rules; paused in tests with `tokio::time::pause`).
     started: Instant,
     capacity: usize,
     max_bytes: usize,

@@ -62,6 +62,8 @@ pub enum RequestSummary {
     LeaveGroup(LeaveGroupSummary),
     /// DeleteTopics: the topics named, and how each deletion was answered.
     DeleteTopics(Vec<DeletedTopic>),
+    /// Metadata: the topics asked about (`null` for all topics).
+    Metadata(MetadataSummary),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -76,9 +78,22 @@ impl RequestSummary {
             Self::ListOffsets(s) => s.dropped_partitions,
             Self::OffsetCommit(s) => s.dropped_partitions,
             Self::OffsetFetch(s) => s.dropped_offsets,
+            Self::Metadata(s) => s.dropped_topics,
             _ => 0,
         }
     }
+}
+
+/// A Metadata request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataSummary {
+    /// The topics asked about, in request order (a topic named only by its id, v10+, by its
+    /// name, or the id as text when unknown); `None` for all topics (`null` in the request, or
+    /// an empty list at v0, as Kafka reads it).
+    pub topics: Option<Vec<String>>,
+    /// Topics past [`MAX_SUMMARY_ITEMS`], counted, not kept (absent from JSON when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_topics: u64,
 }
 
 /// A Produce request.

@@ -44,7 +44,13 @@ pub struct Server {
 impl Server {
     /// Starts `kmock serve ARGS` and reads its `bootstrap: …` and `control: …` lines.
     pub fn start(args: &[&str]) -> Server {
-        let (mut server, lines) = Server::spawn(args, 2);
+        Server::start_with_env(args, &[])
+    }
+
+    /// Starts `kmock serve ARGS` with `env` set, and reads its `bootstrap: …` and `control: …`
+    /// lines.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let (mut server, lines) = Server::spawn(args, env, 2);
         let field = |line: &str, prefix: &str| {
             line.trim_end()
                 .strip_prefix(prefix)
@@ -59,7 +65,7 @@ impl Server {
     /// Starts `kmock serve --print-json ARGS` and reads its JSON line, returned too.
     pub fn start_json(args: &[&str]) -> (Server, serde_json::Value) {
         let args: Vec<&str> = ["--print-json"].iter().chain(args).copied().collect();
-        let (mut server, lines) = Server::spawn(&args, 1);
+        let (mut server, lines) = Server::spawn(&args, &[], 1);
         let json: serde_json::Value = serde_json::from_str(&lines[0])
             .unwrap_or_else(|e| panic!("stdout line {:?} is not JSON: {e}", lines[0]));
         let text = |key: &str| {
@@ -73,11 +79,12 @@ impl Server {
         (server, json)
     }
 
-    /// Spawns `kmock serve ARGS` and reads its first `lines` lines of stdout.
-    fn spawn(args: &[&str], lines: usize) -> (Server, Vec<String>) {
+    /// Spawns `kmock serve ARGS` with `env` set and reads its first `lines` lines of stdout.
+    fn spawn(args: &[&str], env: &[(&str, &str)], lines: usize) -> (Server, Vec<String>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kmock"))
             .arg("serve")
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -55,3 +55,25 @@ pub fn group_excerpt<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> String
             .filter(|e| e.operation.is_some() || GROUP_APIS.iter().any(|api| e.is(api))),
     )
 }
+
+/// One idempotent Produce batch as `seq N conn C partition P epoch E sequences B..END: outcome,
+/// faults [..]`, for produce-sequence excerpts.
+pub fn batch_line(b: &kmock::journal::ProduceBatch) -> String {
+    let outcome = match b.batch.error_code {
+        Some(0) => format!("stored at offset {:?}", b.batch.base_offset),
+        Some(code) => format!("refused with {}", super::err(code)),
+        None => "unanswered".to_owned(),
+    };
+    format!(
+        "  seq {} conn {} {}-{} producer {} epoch {} sequences {}..{}: {outcome}, faults {:?}",
+        b.entry.seq,
+        b.entry.conn,
+        b.batch.topic,
+        b.batch.partition,
+        b.batch.producer_id,
+        b.batch.producer_epoch,
+        b.batch.base_sequence,
+        b.batch.base_sequence + b.batch.record_count,
+        b.entry.faults
+    )
+}

@@ -268,6 +268,20 @@ fn check_after_size(
     })
 }
 
+/// Uncompressed batches up to this many bytes are walked where the request is handled; walking
+/// one takes microseconds.
+pub const INLINE_WALK_BYTES: usize = 64 * 1024;
+
+/// Whether [`inspect`] on `records` may take long enough to hold up the thread it runs on:
+/// a compressed batch (its records may inflate up to [`decompress::MAX_DECOMPRESSED_BYTES`]) or
+/// one of more than [`INLINE_WALK_BYTES`]. The Produce handler walks such batches on a blocking
+/// thread, so that connections served by the same runtime threads do not wait on it.
+pub fn walk_is_costly(records: &[u8]) -> bool {
+    let compressed =
+        records.len() > at::ATTRIBUTES + 1 && attributes_of(records) & COMPRESSION_MASK != NONE;
+    records.len() > INLINE_WALK_BYTES || compressed
+}
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

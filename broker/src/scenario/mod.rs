@@ -23,6 +23,9 @@
 //!     group: billing        # matchers: versions ("3..=7"), broker, connection, client_id,
 //!                           # topic, partition, group, transactional_id, producer_id
 //!     every: 2              # count, at most one of: nth, first, every, probability, times ("3..")
+//!     after: 1s             # optional window: in force from 1 s after the cluster started
+//!     until: 2500ms         # ... until 2.5 s after it (excluded); outside it the rule
+//!                           # neither matches nor counts
 //!     delay: 40ms           # action, exactly one of: delay, delay_response, throttle
 //!                           # (durations: 40ms, 2s), disconnect, disconnect_after_apply,
 //!                           # silence (true), error (a Kafka error name: NOT_COORDINATOR)
@@ -36,18 +39,20 @@
 //! Unknown fields are refused; a bad file fails with the file, line and column, and what is
 //! wrong.
 
-use std::ops::Bound;
+mod rules;
+
 use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use rules::{api_named, parse_rule, RuleSpec};
+pub(crate) use rules::screaming;
+
 use crate::check::{self, Checks};
 use crate::cluster::{ClusterBuilder, KafkaVersion};
 use crate::error::Error;
-use crate::faults::{Rule, Times};
-use kafka_protocol::messages::ApiKey;
-use kafka_protocol::ResponseError;
+use crate::faults::Rule;
 
 /// A scenario file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -102,43 +107,6 @@ pub struct TopicSpec {
     pub name: String,
     /// Partitions.
     pub partitions: i32,
-}
-
-/// A fault rule of a scenario, in the vocabulary of [`Rule`].
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(missing_docs)]
-pub struct RuleSpec {
-    pub name: Option<String>,
-    pub api: String,
-    pub versions: Option<String>,
-    pub broker: Option<i32>,
-    pub connection: Option<u64>,
-    pub client_id: Option<String>,
-    pub topic: Option<String>,
-    pub partition: Option<i32>,
-    pub group: Option<String>,
-    pub transactional_id: Option<String>,
-    pub producer_id: Option<i64>,
-    pub nth: Option<u64>,
-    pub first: Option<u64>,
-    pub every: Option<u64>,
-    pub probability: Option<f64>,
-    pub times: Option<String>,
-    #[serde(default, with = "humantime_serde_opt")]
-    pub delay: Option<Duration>,
-    #[serde(default, with = "humantime_serde_opt")]
-    pub delay_response: Option<Duration>,
-    #[serde(default, with = "humantime_serde_opt")]
-    pub throttle: Option<Duration>,
-    #[serde(default)]
-    pub disconnect: bool,
-    #[serde(default)]
-    pub disconnect_after_apply: bool,
-    #[serde(default)]
-    pub silence: bool,
-    pub error: Option<String>,
-    pub expect: Option<serde_yaml::Value>,
 }
 
 /// Durations written as `40ms`, `2s`, `1m 30s`.
@@ -237,7 +205,8 @@ impl Scenario {
         Ok(b)
     }
 
-    /// The rules, built.
+    /// The rules, built, with `after` and `until` measured from the cluster's start
+    /// ([`Rule::from_cluster_start`]).
     ///
     /// # Errors
     /// [`Error::Config`] naming the rule (by name or position) and what is wrong with it.
@@ -246,7 +215,7 @@ impl Scenario {
             .iter()
             .enumerate()
             .map(|(i, spec)| {
-                spec.build().map_err(|e| {
+                spec.build().map(Rule::from_cluster_start).map_err(|e| {
                     let which = spec.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
                     Error::Config(format!("rule {which}: {e}"))
                 })
@@ -266,219 +235,6 @@ impl Scenario {
     }
 }
 
-/// Parses one fault rule written in the scenario's rule vocabulary (one item of `rules:`), as
-/// YAML or JSON (`{"api": "Produce", "delay": "40ms"}`), and builds it.
-///
-/// ```
-/// let rule = kmock::scenario::parse_rule("api: OffsetCommit\ngroup: billing\ndelay: 40ms\n")?;
-/// assert_eq!(
-///     rule,
-///     kmock::Rule::on(kmock::ApiKey::OffsetCommit)
-///         .group("billing")
-///         .delay(std::time::Duration::from_millis(40))
-/// );
-/// # Ok::<(), String>(())
-/// ```
-///
-/// # Errors
-/// A sentence naming what is wrong: an unknown field (with its line and column), a bad
-/// duration or range, an unknown API or error name, no action or more than one.
-pub fn parse_rule(text: &str) -> Result<Rule, String> {
-    if text.trim().is_empty() {
-        return Err("no rule: the text is empty".into());
-    }
-    let spec: RuleSpec = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-    spec.build()
-}
-
-/// The API Kafka names `name` (`Produce`, `OffsetCommit`, …), as its API key.
-///
-/// # Errors
-/// A sentence naming the unknown API.
-pub fn api_named(name: &str) -> Result<ApiKey, String> {
-    ApiKey::iter()
-        .find(|k| format!("{k:?}") == name)
-        .ok_or_else(|| {
-            format!("unknown API {name:?} (use Kafka's names: Produce, OffsetCommit, …)")
-        })
-}
-
-impl RuleSpec {
-    /// The rule this spec describes.
-    ///
-    /// # Errors
-    /// A sentence naming what is wrong: a bad range, an unknown API or error name, a count or
-    /// probability out of range, no action or more than one.
-    pub fn build(&self) -> Result<Rule, String> {
-        let api = api_named(&self.api)?;
-        let mut rule = Rule::on(api);
-        if let Some(name) = &self.name {
-            rule = rule.named(name);
-        }
-        if let Some(v) = &self.versions {
-            let (start, end) = range::<i16>(v)?;
-            rule = rule.versions((start, end));
-        }
-        if let Some(b) = self.broker {
-            rule = rule.broker(b);
-        }
-        if let Some(c) = self.connection {
-            rule = rule.connection(c);
-        }
-        if let Some(c) = &self.client_id {
-            rule = rule.client_id(c);
-        }
-        if let Some(t) = &self.topic {
-            rule = rule.topic(t);
-        }
-        if let Some(p) = self.partition {
-            rule = rule.partition(p);
-        }
-        if let Some(g) = &self.group {
-            rule = rule.group(g);
-        }
-        if let Some(t) = &self.transactional_id {
-            rule = rule.transactional_id(t);
-        }
-        if let Some(p) = self.producer_id {
-            rule = rule.producer_id(p);
-        }
-        let counts = [
-            self.nth.is_some(),
-            self.first.is_some(),
-            self.every.is_some(),
-            self.probability.is_some(),
-            self.times.is_some(),
-        ];
-        if counts.iter().filter(|c| **c).count() > 1 {
-            return Err("give at most one of nth, first, every, probability, times".into());
-        }
-        if let Some(n) = self.nth {
-            if n == 0 {
-                return Err("nth counts from 1".into());
-            }
-            rule = rule.nth(n);
-        }
-        if let Some(n) = self.first {
-            rule = rule.first(n);
-        }
-        if let Some(k) = self.every {
-            if k == 0 {
-                return Err("every must be at least 1".into());
-            }
-            rule = rule.every(k);
-        }
-        if let Some(p) = self.probability {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(format!("probability must be within 0.0..=1.0, not {p}"));
-            }
-            rule = rule.probability(p);
-        }
-        if let Some(t) = &self.times {
-            rule = rule.times(range::<u64>(t)?);
-        }
-        let mut actions = Vec::new();
-        if let Some(d) = self.delay {
-            actions.push(rule.clone().delay(d));
-        }
-        if let Some(d) = self.delay_response {
-            actions.push(rule.clone().delay_response(d));
-        }
-        if let Some(d) = self.throttle {
-            actions.push(rule.clone().throttle(d));
-        }
-        if self.disconnect {
-            actions.push(rule.clone().disconnect());
-        }
-        if self.disconnect_after_apply {
-            actions.push(rule.clone().disconnect_after_apply());
-        }
-        if self.silence {
-            actions.push(rule.clone().silence());
-        }
-        if let Some(e) = &self.error {
-            if !crate::faults::supports_error(api) {
-                return Err(format!(
-                    "kmock cannot inject errors into {api:?} answers yet"
-                ));
-            }
-            actions.push(rule.clone().error(error_named(e)?));
-        }
-        let mut rule = match actions.len() {
-            1 => actions.pop().expect("one action"),
-            0 => return Err("no action: give one of delay, delay_response, throttle, disconnect, disconnect_after_apply, silence, error".into()),
-            _ => return Err("more than one action: give exactly one".into()),
-        };
-        if let Some(expect) = &self.expect {
-            let times: Times = match expect {
-                serde_yaml::Value::Number(n) => n
-                    .as_u64()
-                    .ok_or_else(|| format!("expect {n} is not a count"))?
-                    .into(),
-                serde_yaml::Value::String(s) => range::<u64>(s)?.into(),
-                other => {
-                    return Err(format!(
-                        "expect must be a number or a range like \"1..\", not {other:?}"
-                    ))
-                }
-            };
-            rule = rule.expect(times);
-        }
-        Ok(rule)
-    }
-}
-
-/// A Kafka error by its protocol name (`NOT_COORDINATOR`).
-fn error_named(name: &str) -> Result<ResponseError, String> {
-    (-1..=200)
-        .filter_map(ResponseError::try_from_code)
-        .find(|e| screaming(&format!("{e:?}")) == name)
-        .ok_or_else(|| {
-            format!("unknown Kafka error {name:?} (use the protocol's names, e.g. NOT_COORDINATOR)")
-        })
-}
-
-/// `NotCoordinator` → `NOT_COORDINATOR`.
-pub(crate) fn screaming(camel: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
-}
-
-/// A Rust-style range: `3..5`, `3..=5`, `3..`, `..=5`, `..`, or a single number.
-fn range<T: std::str::FromStr + PartialOrd>(text: &str) -> Result<(Bound<T>, Bound<T>), String> {
-    let bad = || format!("bad range {text:?}: write 3..5, 3..=5, 3.., ..=5 or a number");
-    let parse = |s: &str| s.trim().parse::<T>().map_err(|_| bad());
-    let Some((start, end)) = text.split_once("..") else {
-        let n = parse(text)?;
-        let m = parse(text)?;
-        return Ok((Bound::Included(n), Bound::Included(m)));
-    };
-    let start = if start.trim().is_empty() {
-        Bound::Unbounded
-    } else {
-        Bound::Included(parse(start)?)
-    };
-    let end = match end.strip_prefix('=') {
-        Some(e) => Bound::Included(parse(e)?),
-        None if end.trim().is_empty() => Bound::Unbounded,
-        None => Bound::Excluded(parse(end)?),
-    };
-    if let (Bound::Included(a), Bound::Included(b) | Bound::Excluded(b)) = (&start, &end) {
-        if a > b {
-            return Err(format!(
-                "range {text:?} is empty: its start is past its end"
-            ));
-        }
-    }
-    Ok((start, end))
-}
-
 /// The checks a scenario asks for, run on a finished cluster: the report, and whether every
 /// rule expectation held.
 pub fn finish(
@@ -491,12 +247,30 @@ pub fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafka_protocol::messages::ApiKey;
+    use kafka_protocol::ResponseError;
 
     #[test]
     fn a_typo_in_a_field_name_is_refused_with_its_line() {
         let err =
             Scenario::parse("brokers: 3\ntopics:\n  - name: t\n    partitons: 3\n").unwrap_err();
         assert!(err.contains("partitons") && err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn every_fixture_scenario_loads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/scenarios");
+        let mut loaded = 0;
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                if let Err(e) = Scenario::load(&path) {
+                    panic!("{e}");
+                }
+                loaded += 1;
+            }
+        }
+        assert!(loaded >= 4, "only {loaded} scenarios in {}", dir.display());
     }
 
     #[test]
@@ -509,15 +283,73 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_that_could_never_fire_is_refused_naming_its_matcher_and_api() {
+        for (rule, says) in [
+            (
+                "api: Produce\ngroup: g\nsilence: true",
+                "the `group` matcher can never match Produce: Produce requests carry no group",
+            ),
+            (
+                "api: FindCoordinator\npartition: 0\nsilence: true",
+                "the `partition` matcher can never match FindCoordinator",
+            ),
+            (
+                "api: Metadata\npartition: 0\nsilence: true",
+                "Metadata requests carry no partition",
+            ),
+            (
+                "api: DescribeGroups\ngroup: g\nsilence: true",
+                "kmock does not read the group of DescribeGroups requests yet",
+            ),
+            (
+                "api: Produce\nversions: \"0..=2\"\nsilence: true",
+                "kmock implements Produce 3–13",
+            ),
+            (
+                "api: EndTxn\nsilence: true",
+                "kmock does not implement EndTxn",
+            ),
+            (
+                "api: Fetch\nafter: 2s\nuntil: 1s\nsilence: true",
+                "an empty window",
+            ),
+        ] {
+            let err = Scenario::parse(&format!("rules:\n  - {}\n", rule.replace('\n', "\n    ")))
+                .unwrap_err();
+            assert!(
+                err.contains(says) && err.contains("rule #1"),
+                "{rule}: {err}"
+            );
+        }
+        for possible in [
+            "api: Metadata\ntopic: t\nsilence: true",
+            "api: DeleteTopics\ntopic: t\nsilence: true",
+            "api: OffsetFetch\ngroup: g\nsilence: true",
+            "api: InitProducerId\nproducer_id: 3\nsilence: true",
+            "api: ApiVersions\nversions: \"5..\"\nsilence: true",
+            "api: Fetch\nuntil: 1s\nsilence: true",
+        ] {
+            if let Err(e) = parse_rule(possible) {
+                panic!("{possible}: refused: {e}");
+            }
+        }
+    }
+
+    #[test]
     fn names_durations_errors_and_ranges_are_read() {
         let s = Scenario::parse(
-            "rules:\n  - api: OffsetCommit\n    times: \"2..=3\"\n    error: NOT_COORDINATOR\n    expect: \"1..\"\n  - api: Fetch\n    delay: 40ms\n",
+            "rules:\n  - api: OffsetCommit\n    times: \"2..=3\"\n    error: NOT_COORDINATOR\n    expect: \"1..\"\n  - api: Fetch\n    delay: 40ms\n    after: 1s\n    until: 2500ms\n",
         )
         .unwrap();
         let rules = s.rules().unwrap();
+        // A scenario's windows count from the cluster's start.
         assert_eq!(
             rules[1],
-            Rule::on(ApiKey::Fetch).delay(Duration::from_millis(40))
+            Rule::on(ApiKey::Fetch)
+                .delay(Duration::from_millis(40))
+                .after(Duration::from_secs(1))
+                .until(Duration::from_millis(2500))
+                .from_cluster_start()
         );
         assert_eq!(
             rules[0],
@@ -525,6 +357,7 @@ mod tests {
                 .times(2..=3)
                 .error(ResponseError::NotCoordinator)
                 .expect(1..)
+                .from_cluster_start()
         );
         assert!(
             Scenario::parse("rules:\n  - api: Produce\n    delay: fast\n")
