@@ -46,8 +46,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use rules::{api_named, parse_rule, RuleSpec};
 pub(crate) use rules::screaming;
+pub use rules::{api_named, parse_rule, RuleSpec};
 
 use crate::check::{self, Checks};
 use crate::cluster::{ClusterBuilder, KafkaVersion};
