@@ -103,6 +103,7 @@ const JOURNAL_KINDS: [&str; 10] = [
     "epoch-regression",
     "inflight-exceeded",
     "stuck-client",
+    "reorder-on-retry",
 ];
 /// The checks that need the partition logs: `kmock check` skips them, `POST /check` runs them
 /// (a correct kmock never stores what they catch, so they stay clean).
@@ -115,7 +116,7 @@ type Batch = (i16, i32, usize);
 /// its journal to `file` and serves its control API: returns both (shut them down).
 async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, ControlApi) {
     let cluster = Cluster::builder()
-        .topic("t", 8)
+        .topic("t", 9)
         .auto_create_topics(false)
         .journal_jsonl(std::fs::File::create(file.path()).unwrap())
         .start()
@@ -224,6 +225,31 @@ async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, Control
         );
     }
     assert!(moved.remove(), "the rule was in force");
+    // reorder-on-retry: on t-8, a batch refused with NOT_LEADER_OR_FOLLOWER, a later one
+    // stored, then the refused records (same timestamps) stored again.
+    cluster
+        .add_rule(
+            Rule::on(ApiKey::Produce)
+                .partition(8)
+                .nth(1)
+                .error(kmock::ResponseError::NotLeaderOrFollower),
+        )
+        .unwrap();
+    let stamped = |from: i64, n: i64| -> Vec<_> {
+        (from..from + n)
+            .map(|i| kafka_protocol::records::Record {
+                timestamp: 1_800_000_000_000 + i,
+                ..kmock_client::record(b"k", b"v")
+            })
+            .collect()
+    };
+    for (from, n, expected) in [(0, 3, 6), (3, 2, 0), (0, 3, 0)] {
+        let answer = a.produce("t", 8, &stamped(from, n), -1).await.unwrap();
+        assert_eq!(
+            answer.responses[0].partition_responses[0].error_code,
+            expected
+        );
+    }
     (cluster, api)
 }
 

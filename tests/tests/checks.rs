@@ -342,25 +342,6 @@ async fn a_member_committing_while_another_joins_is_not_stale() {
 }
 
 #[tokio::test]
-async fn a_non_idempotent_producer_is_not_held_to_an_in_flight_limit() {
-    let (cluster, client) = setup().await;
-    cluster
-        .add_rule(Rule::on(ApiKey::Produce).delay(Duration::from_millis(50)))
-        .unwrap();
-    let records = [record(b"k", b"v")];
-    let sends = (0..4).map(|_| client.produce("t", 0, &records, -1));
-    for answer in futures::future::join_all(sends).await {
-        assert_eq!(
-            answer.unwrap().responses[0].partition_responses[0].error_code,
-            0
-        );
-    }
-    cluster
-        .check(&Checks::default().max_in_flight(2))
-        .assert_clean();
-}
-
-#[tokio::test]
 async fn a_batch_split_after_message_too_large_is_not_a_re_batched_retry() {
     let (cluster, client) = setup().await;
     cluster

@@ -27,14 +27,20 @@ enum Command {
 struct Check {
     /// The journal, one JSON entry a line.
     journal: std::path::PathBuf,
-    /// Run only this check (repeatable); all by default. Among them `stuck-client`: a client
-    /// sending a request again after an error without the recovery step Kafka's protocol
-    /// defines (see --stuck-after).
+    /// Run only this check (repeatable); all by default. The checks: offset-commit-regression,
+    /// commit-for-unassigned-partition, stale-generation-commit, sequence-gap,
+    /// sequence-reorder, sequence-overlap, epoch-not-reset, epoch-regression,
+    /// inflight-exceeded, duplicate-write, out-of-order-write, lost-write (the last three need
+    /// the partition logs: skipped here), stuck-client (a client sending a request again after
+    /// an error without the recovery step Kafka's protocol defines; see --stuck-after),
+    /// reorder-on-retry.
     #[arg(long = "check", value_name = "NAME")]
     checks: Vec<String>,
-    /// Produce requests a client may have outstanding on one connection.
-    #[arg(long, default_value_t = 5)]
-    max_in_flight: usize,
+    /// Produce requests any producer may have outstanding on one connection (the client's
+    /// configured limit), with or without a producer id. Unset: only idempotent producers are
+    /// held, to 5 (Kafka's bound for idempotence).
+    #[arg(long)]
+    max_in_flight: Option<usize>,
     /// Which commits `offset-commit-regression` compares: a member's own within one
     /// generation, or every commit to the group (as `POST /check`'s `commit_scope`).
     #[arg(long, value_enum, default_value_t = Scope::Member)]
@@ -242,13 +248,18 @@ fn check(args: &Check) -> i32 {
         kmock::Checks::only(&args.checks)
     };
     let checks = match checks {
-        Ok(checks) => checks
-            .max_in_flight(args.max_in_flight)
-            .stuck_after(args.stuck_after)
-            .commit_scope(match args.commit_scope {
-                Scope::Member => kmock::check::CommitScope::Member,
-                Scope::Group => kmock::check::CommitScope::Group,
-            }),
+        Ok(checks) => {
+            let checks = checks
+                .stuck_after(args.stuck_after)
+                .commit_scope(match args.commit_scope {
+                    Scope::Member => kmock::check::CommitScope::Member,
+                    Scope::Group => kmock::check::CommitScope::Group,
+                });
+            match args.max_in_flight {
+                Some(limit) => checks.max_in_flight(limit),
+                None => checks,
+            }
+        }
         Err(e) => {
             eprintln!("kmock check: {e}");
             return 2;

@@ -236,6 +236,8 @@ mod tests {
                     producer_epoch: 0,
                     base_sequence: 0,
                     record_count: 2,
+                    first_timestamp: 0,
+                    max_timestamp: 0,
                     base_offset: Some(base_offset),
                     error_code: Some(0),
                 }],

@@ -6,15 +6,19 @@
 //! - commit order ([`commits`]): `offset-commit-regression`, `commit-for-unassigned-partition`,
 //!   `stale-generation-commit`;
 //! - produce sequence ([`sequences`]): `sequence-gap`, `sequence-reorder`, `sequence-overlap`,
-//!   `epoch-not-reset`, `epoch-regression`, `inflight-exceeded`;
+//!   `epoch-not-reset`, `epoch-regression`;
+//! - produce order, for every producer: `reorder-on-retry` ([`retries`]), `inflight-exceeded`
+//!   ([`inflight`]);
 //! - log integrity ([`logs`], in process only): `duplicate-write`, `out-of-order-write`,
 //!   `lost-write`;
 //! - liveness ([`liveness`]): `stuck-client`.
 
 pub mod commits;
+pub mod inflight;
 pub mod liveness;
 pub mod logs;
 mod rebalance;
+pub mod retries;
 pub mod sequences;
 
 use std::collections::BTreeSet;
@@ -39,6 +43,7 @@ pub const ALL: &[&str] = &[
     "out-of-order-write",
     "lost-write",
     "stuck-client",
+    "reorder-on-retry",
 ];
 
 /// A family of checks: what they are about and what they need.
@@ -85,6 +90,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check("out-of-order-write",              Family::LogIntegrity,    &["Produce"]),
     check("lost-write",                      Family::LogIntegrity,    &["Produce"]),
     check("stuck-client",                    Family::Liveness,        &["OffsetCommit", "Produce", "Fetch", "ListOffsets"]),
+    check("reorder-on-retry",                Family::ProduceSequence, &["Produce"]),
 ];
 
 const fn check(name: &'static str, family: Family, reads: &'static [&'static str]) -> CheckInfo {
@@ -150,8 +156,11 @@ pub struct Checks {
     /// `(group, topic, partition)` whose regressions are intentional resets, not reported.
     pub allowed_regressions: Vec<(String, String, i32)>,
     /// Produce requests a client may have outstanding on one connection
-    /// (`inflight-exceeded`). Default 5, the Java client's `max.in.flight.requests.per.connection`.
-    pub max_in_flight: usize,
+    /// (`inflight-exceeded`), for every producer; `None` (the default) holds only producers
+    /// with a producer id, to [`inflight::IDEMPOTENT_MAX_IN_FLIGHT`] (5), Kafka's bound for
+    /// idempotence: without one Kafka sets no bound (librdkafka's non-idempotent default is
+    /// 1,000,000), so only the client's own configured limit can be checked.
+    pub max_in_flight: Option<usize>,
     /// Retries a client may send after an error without taking the recovery step Kafka's
     /// protocol defines for it (`stuck-client`). Default [`DEFAULT_STUCK_AFTER`].
     pub stuck_after: usize,
@@ -170,7 +179,7 @@ impl Default for Checks {
             selected: ALL.iter().map(|s| (*s).to_owned()).collect(),
             commit_scope: CommitScope::Member,
             allowed_regressions: Vec::new(),
-            max_in_flight: 5,
+            max_in_flight: None,
             stuck_after: DEFAULT_STUCK_AFTER,
         }
     }
@@ -224,9 +233,11 @@ impl Checks {
         self
     }
 
-    /// The most Produce requests a client may have outstanding on one connection.
+    /// The most Produce requests any producer may have outstanding on one connection (the
+    /// client's `max.in.flight.requests.per.connection`, Sarama's `Net.MaxOpenRequests`), with
+    /// or without a producer id.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
-        self.max_in_flight = requests;
+        self.max_in_flight = Some(requests);
         self
     }
 
@@ -441,6 +452,8 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
         report.violations.extend(commits::check(stretch, checks));
         report.violations.extend(sequences::check(stretch, checks));
         report.violations.extend(liveness::check(stretch, checks));
+        report.violations.extend(inflight::check(stretch, checks));
+        report.violations.extend(retries::check(stretch, checks));
     }
     report.skipped.extend(truncated(entries, checks));
     report

@@ -1,8 +1,7 @@
 //! Produce sequence, per (producer id, topic, partition), in arrival order: every idempotent
 //! batch the client sent is checked against the batches the broker stored before it (answered
 //! NONE, or applied before a fault dropped the answer), as Apache Kafka's producer state
-//! (`ProducerStateEntry`) judges it; and idempotent producers' requests in flight per
-//! connection.
+//! (`ProducerStateEntry`) judges it.
 //!
 //! - `epoch-regression`: a batch from an older producer epoch after a newer one;
 //! - `epoch-not-reset`: the first batch of a new epoch does not start at sequence 0;
@@ -12,8 +11,6 @@
 //!   ago to be recognised as a retry (a sequence restarted without a new epoch);
 //! - `sequence-overlap`: a batch overlaps sequences sent before without being a retry of the
 //!   same batch (a re-batched retry: Kafka answers it OUT_OF_ORDER_SEQUENCE_NUMBER);
-//! - `inflight-exceeded`: more Produce requests (acks ≠ 0, from an idempotent producer)
-//!   outstanding on one connection than [`Checks::max_in_flight`].
 //!
 //! **Retries.** A batch is a retry, never a finding, when it has the epoch, base sequence and
 //! record count of one of the last five batches stored for its producer and partition in that
@@ -38,8 +35,7 @@
 //! producer and partition refused the same way one after another, with nothing stored between
 //! them, are one finding that counts them: a producer refused over and over.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use super::{
     applied_unanswered, sequence_ahead, Checks, EntryRef, Severity, Violation, SEQUENCE_SPACE,
@@ -294,9 +290,6 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
         .filter(|a| checks.runs(a.kind))
         .map(|a| verdict(a, &stored, &first_stored))
         .collect();
-    if checks.runs("inflight-exceeded") {
-        violations.extend(in_flight(entries, checks.max_in_flight));
-    }
     violations
 }
 
@@ -385,51 +378,5 @@ fn verdict(a: Anomaly<'_>, stored: &[Stored<'_>], first_stored: &HashMap<i64, u6
     }
 }
 
-/// For each Produce request, the Produce requests sent before it on its connection that were
-/// still unanswered when it arrived; one violation per request over the limit.
-fn in_flight(entries: &[Entry], limit: usize) -> Vec<Violation> {
-    // Per connection: (answer time, entry) of each outstanding request, earliest answer first.
-    let mut outstanding: HashMap<u64, BinaryHeap<Reverse<(u64, u64)>>> = HashMap::new();
-    let by_seq: HashMap<u64, &Entry> = entries.iter().map(|e| (e.seq, e)).collect();
-    let mut violations = Vec::new();
-    for entry in entries {
-        let Some(RequestSummary::Produce(p)) = &entry.request else {
-            continue;
-        };
-        // Only idempotent producers promise a bound (librdkafka and the Java client: 5).
-        if p.acks == 0 || !p.partitions.iter().any(|b| b.producer_id >= 0) {
-            continue;
-        }
-        let pending = outstanding.entry(entry.conn).or_default();
-        while pending
-            .peek()
-            .is_some_and(|Reverse((answered, _))| *answered <= entry.at_us)
-        {
-            pending.pop();
-        }
-        if pending.len() + 1 > limit {
-            let mut involved: Vec<EntryRef> = pending
-                .iter()
-                .filter_map(|Reverse((_, seq))| by_seq.get(seq).map(|e| EntryRef::from(*e)))
-                .collect();
-            involved.sort_by_key(|e| e.seq);
-            involved.push(EntryRef::from(entry));
-            violations.push(Violation {
-                kind: "inflight-exceeded".into(),
-                severity: Severity::Violation,
-                key: format!("conn {}", entry.conn),
-                entries: involved,
-                message: format!(
-                    "Produce seq {} (conn {}) was sent with {} Produce requests still unanswered on its connection, more than the limit of {limit}",
-                    entry.seq,
-                    entry.conn,
-                    pending.len()
-                ),
-            });
-        }
-        // An unanswered request stays outstanding for good.
-        let answered = entry.response.as_ref().map_or(u64::MAX, |r| r.at_us);
-        pending.push(Reverse((answered, entry.seq)));
-    }
     violations
 }

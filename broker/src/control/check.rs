@@ -20,7 +20,8 @@ struct Request {
     /// Names of the checks to run; empty, or `["all"]`, for every one.
     #[serde(default)]
     checks: Vec<String>,
-    /// Produce requests a client may have outstanding on one connection (default 5).
+    /// Produce requests any producer may have outstanding on one connection; absent: only
+    /// idempotent producers, held to 5.
     max_in_flight: Option<usize>,
     /// `member` (default) or `group`: which commits `offset-commit-regression` compares.
     commit_scope: Option<CommitScope>,

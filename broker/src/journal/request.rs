@@ -37,6 +37,8 @@ pub(crate) fn summarize(
                             producer_epoch: header.map_or(-1, |h| h.producer_epoch),
                             base_sequence: header.map_or(-1, |h| h.base_sequence),
                             record_count: header.map_or(0, |h| h.record_count),
+                            first_timestamp: header.map_or(-1, |h| h.first_timestamp),
+                            max_timestamp: header.map_or(-1, |h| h.max_timestamp),
                             base_offset: None,
                             error_code: None,
                         }

@@ -24,6 +24,11 @@ pub(crate) fn bounded_len(total: usize, kept: usize) -> u64 {
     total.saturating_sub(kept) as u64
 }
 
+/// `serde`'s default for a header field an older journal line does not carry.
+fn unknown() -> i64 {
+    -1
+}
+
 /// `serde`'s test for a count left out of JSON when zero.
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -122,6 +127,14 @@ pub struct ProducePartition {
     pub base_sequence: i32,
     /// Record count from the batch header, 0 when unreadable.
     pub record_count: i32,
+    /// Timestamp of the first record from the batch header (as the client set it, ms since
+    /// the epoch), -1 when unreadable or absent from older JSON.
+    #[serde(default = "unknown")]
+    pub first_timestamp: i64,
+    /// Largest record timestamp from the batch header (as the client set it, ms since the
+    /// epoch), -1 when unreadable or absent from older JSON.
+    #[serde(default = "unknown")]
+    pub max_timestamp: i64,
     /// Offset the broker gave the first record (the original's, for a duplicate); `None` until
     /// answered, or when refused or unanswered.
     pub base_offset: Option<i64>,

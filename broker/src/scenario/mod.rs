@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub(crate) use rules::screaming;
 pub use rules::{api_named, parse_rule, RuleSpec};
 
 use crate::check::{self, Checks};

@@ -236,7 +236,7 @@ fn error_named(name: &str) -> Result<ResponseError, String> {
 }
 
 /// `NotCoordinator` → `NOT_COORDINATOR`.
-fn screaming(camel: &str) -> String {
+pub(crate) fn screaming(camel: &str) -> String {
     let mut out = String::new();
     for (i, c) in camel.chars().enumerate() {
         if c.is_ascii_uppercase() && i > 0 {

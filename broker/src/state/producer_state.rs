@@ -191,6 +191,7 @@ mod tests {
     fn batch(pid: i64, epoch: i16, first: i32, count: i32) -> BatchInfo {
         BatchInfo {
             record_count: count,
+            first_timestamp: 0,
             max_timestamp: 0,
             producer_id: pid,
             producer_epoch: epoch,

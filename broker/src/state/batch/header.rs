@@ -38,6 +38,9 @@ pub(super) const CONTROL: i16 = 1 << 5;
 pub struct BatchInfo {
     /// Number of records in the batch.
     pub record_count: i32,
+    /// Timestamp of the first record as the client set it (the header's base timestamp), in
+    /// ms since the epoch.
+    pub first_timestamp: i64,
     /// Largest record timestamp as the client set it, in ms since the epoch.
     pub max_timestamp: i64,
     /// Producer id, -1 for a non-idempotent producer.
@@ -56,6 +59,7 @@ pub struct BatchInfo {
 pub fn header(records: &[u8]) -> Option<BatchInfo> {
     (records.len() >= at::RECORDS).then(|| BatchInfo {
         record_count: read_i32(records, at::RECORD_COUNT),
+        first_timestamp: read_i64(records, at::BASE_TIMESTAMP),
         max_timestamp: read_i64(records, at::MAX_TIMESTAMP),
         producer_id: read_i64(records, at::PRODUCER_ID),
         producer_epoch: read_i16(records, at::PRODUCER_EPOCH),
