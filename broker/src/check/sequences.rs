@@ -377,6 +377,3 @@ fn verdict(a: Anomaly<'_>, stored: &[Stored<'_>], first_stored: &HashMap<i64, u6
         message: format!("{}; {outcome}", a.message),
     }
 }
-
-    violations
-}
