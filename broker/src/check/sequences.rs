@@ -285,12 +285,11 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             }
         }
     }
-    let mut violations: Vec<Violation> = anomalies
+    anomalies
         .into_iter()
         .filter(|a| checks.runs(a.kind))
         .map(|a| verdict(a, &stored, &first_stored))
-        .collect();
-    violations
+        .collect()
 }
 
 /// Kafka's name of the error codes a Produce batch meets here.
