@@ -92,7 +92,7 @@ fn an_unreadable_journal_exits_2_naming_the_line() {
 
 /// The checks a journal alone can run, each of which the traffic of
 /// [`a_journal_with_every_violation`] trips once.
-const JOURNAL_KINDS: [&str; 10] = [
+const JOURNAL_KINDS: [&str; 11] = [
     "offset-commit-regression",
     "commit-for-unassigned-partition",
     "stale-generation-commit",
