@@ -238,6 +238,8 @@ mod tests {
                     record_count: 2,
                     base_offset: Some(base_offset),
                     error_code: Some(0),
+                    crc: None,
+                    digests: None,
                 }],
             })),
             bad_request: None,

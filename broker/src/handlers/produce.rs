@@ -39,16 +39,33 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     let mut appended = false;
     // The batches are checked (CRC, record walk, decompression) before the cluster state lock
     // is taken, so that a large batch does not hold up other connections' requests.
+    // The same pass computes each record's digest for the journal, when it records.
+    let mut budget = if ctx.shared.journal.records() {
+        batch::digest::MAX_REQUEST_DIGESTS
+    } else {
+        0
+    };
+    let mut digests = Vec::new();
     let mut inspected: Vec<Vec<Option<batch::Inspected>>> = request
         .topic_data
         .iter()
         .map(|t| {
             t.partition_data
                 .iter()
-                .map(|p| p.records.as_ref().map(|r| batch::inspect(r, version >= 7)))
+                .map(|p| {
+                    let mut inspected = p
+                        .records
+                        .as_ref()
+                        .map(|r| batch::inspect(r, version >= 7, budget));
+                    let batch_digests = inspected.as_mut().and_then(batch::Inspected::take_digests);
+                    budget -= batch_digests.as_ref().map_or(0, Vec::len);
+                    digests.push(batch_digests);
+                    inspected
+                })
                 .collect()
         })
         .collect();
+    ctx.produced.set(digests);
     let mut state = ctx.shared.state();
     let shared_request = ProduceContext {
         ctx,

@@ -7,7 +7,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use uuid::Uuid;
 
 use super::summary::*;
-use crate::state::batch;
+use crate::state::batch::{self, RecordDigest};
 
 /// Summarizes a decoded request; `topic_name` resolves v13+ topic ids.
 pub(crate) fn summarize(
@@ -37,6 +37,8 @@ pub(crate) fn summarize(
                             record_count: header.map_or(0, |h| h.record_count),
                             base_offset: None,
                             error_code: None,
+                            crc: header.map(|h| h.crc),
+                            digests: None,
                         }
                     })
                 })
@@ -208,6 +210,16 @@ pub(crate) fn summarize(
                 .collect(),
         ),
         _ => RequestSummary::Other,
+    }
+}
+
+/// Puts each partition's record digests (in request order, as the Produce handler computed
+/// them) into a Produce summary; items past the summary's bound are not kept.
+pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<Option<Vec<RecordDigest>>>) {
+    if let RequestSummary::Produce(s) = summary {
+        for (p, d) in s.partitions.iter_mut().zip(digests) {
+            p.digests = d;
+        }
     }
 }
 
