@@ -3,20 +3,23 @@
 //! (the same records again) from other records sent under the same producer sequence numbers.
 //!
 //! The digest is XXH3-64 (the `xxhash-rust` crate; a fixed, documented algorithm, so digests
-//! in a journal written by one kmock build compare with those of another) over a normalized
-//! form of the record, streamed with no allocation: for the key, the value and then each
-//! header's key and value, a tag byte (0 null, 1 present) and, when present, the length as a
-//! little-endian u64 and the bytes; the header count as a little-endian u32 before the headers.
-//! A null key or value is so distinct from an empty one, and the wire's varint spelling of a
-//! length (any negative length is null, as Kafka reads it) does not change the digest. The
-//! timestamp, attributes and offset delta are not part of a record's identity: a client that
-//! re-sends a record keeps them, and a client that rebuilds a batch may not.
+//! in a journal written by one kmock build compare with those of another) of the record's key,
+//! value and headers as they are on the wire ([`RecordView::contents`]): the key's length
+//! varint and bytes, the value's, the header count and each header's key and value, every
+//! length a zigzag varint where null is -1. A null key or value is so distinct from an empty
+//! one, and fields cannot run into each other. The bytes are hashed as the client wrote them,
+//! in one call over one slice (the record walk has the record whole in one buffer), with no
+//! allocation: a client spelling a length with more varint bytes than it needs, or a null as a
+//! length below -1 (both legal, as Kafka reads them), gives another digest for the same record;
+//! no client does, and a client re-sending records re-sends the same bytes. The timestamp,
+//! attributes and offset delta are not part of a record's identity: a client that rebuilds a
+//! batch may change them.
 
 use std::fmt;
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use xxhash_rust::xxh3::Xxh3Default;
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::records::RecordView;
 
@@ -28,8 +31,9 @@ use super::records::RecordView;
 pub const MAX_REQUEST_DIGESTS: usize = 1 << 20;
 
 /// The identity of one record: 64 bits over its key, value and headers (see the module
-/// documentation for what is hashed). Two records with the same key, value and headers have
-/// the same digest; different ones collide with a probability of about 2^-64. In JSON a string
+/// documentation for what is hashed). Two records with the same key, value and headers, as
+/// clients encode them, have the same digest; different ones collide with a probability of
+/// about 2^-64. In JSON a string
 /// of 16 lower-case hex digits (`"9ae16a3b2f90404f"`), so that readers whose numbers are
 /// doubles (JavaScript, jq) keep every bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -70,26 +74,7 @@ impl<'de> Deserialize<'de> for RecordDigest {
 
 /// The digest of one record.
 pub fn record_digest(record: &RecordView<'_>) -> RecordDigest {
-    let mut hasher = Xxh3Default::new();
-    field(&mut hasher, record.key);
-    field(&mut hasher, record.value);
-    hasher.update(&(record.headers.len() as u32).to_le_bytes());
-    for header in record.headers {
-        field(&mut hasher, Some(header.key));
-        field(&mut hasher, header.value);
-    }
-    RecordDigest(hasher.digest())
-}
-
-fn field(hasher: &mut Xxh3Default, bytes: Option<&[u8]>) {
-    match bytes {
-        None => hasher.update(&[0]),
-        Some(bytes) => {
-            hasher.update(&[1]);
-            hasher.update(&(bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
-        }
-    }
+    RecordDigest(xxh3_64(record.contents))
 }
 
 /// The digests of a batch's records as they are walked: all of them, or none once more than
