@@ -7,12 +7,15 @@
 //!   `stale-generation-commit`;
 //! - produce sequence ([`sequences`]): `sequence-gap`, `sequence-reorder`, `sequence-overlap`,
 //!   `epoch-not-reset`, `epoch-regression`, `inflight-exceeded`;
-//! - log integrity ([`logs`], in process only): `duplicate-write`, `out-of-order-write`,
-//!   `lost-write`.
+//! - log integrity ([`logs`] in process; `duplicate-write` and `lost-write` offline from the
+//!   Produce answers, [`written`]): `duplicate-write`, `out-of-order-write`, `lost-write`;
+//! - record identity ([`reuse`]): `sequence-reused`.
 
 pub mod commits;
 pub mod logs;
+pub mod reuse;
 pub mod sequences;
+pub mod written;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -35,6 +38,7 @@ pub const ALL: &[&str] = &[
     "duplicate-write",
     "out-of-order-write",
     "lost-write",
+    "sequence-reused",
 ];
 
 /// Which commits `offset-commit-regression` compares with each other.
@@ -299,18 +303,25 @@ pub(crate) fn sequence_ahead(from: i64, to: i64) -> i64 {
 }
 
 /// Runs the journal checks of `checks` over `entries` (in arrival order), as `kmock check`
-/// does offline. Log checks need the partition logs and are reported as skipped; in process,
-/// [`crate::Cluster::check`] runs them too.
+/// does offline. Without the partition logs, `duplicate-write` and `lost-write` read where
+/// batches were written from the Produce answers ([`written`]), and `out-of-order-write` is
+/// reported as skipped; in process, [`crate::Cluster::check`] runs all three on the logs.
 pub fn run(entries: &[Entry], checks: &Checks) -> Report {
     let mut report = run_journal(entries, checks);
-    for log_check in ["duplicate-write", "out-of-order-write", "lost-write"] {
-        if checks.runs(log_check) {
-            report.skipped.push(format!(
-                "{log_check}: needs the partition logs (run in process)"
-            ));
-        }
+    // Without the logs, where batches were written is read from the Produce answers.
+    for stretch in entries.split(is_reset) {
+        report.violations.extend(written::check(stretch, checks));
+    }
+    if checks.runs("out-of-order-write") {
+        report
+            .skipped
+            .push("out-of-order-write: needs the partition logs (run in process)".into());
     }
     report
+}
+
+fn is_reset(e: &Entry) -> bool {
+    matches!(e.operation, Some(crate::journal::ClusterOperation::Reset))
 }
 
 /// The journal checks only, without noting the log checks as skipped. A reset
@@ -325,10 +336,10 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
             .collect(),
         ..Report::default()
     };
-    let is_reset = |e: &Entry| matches!(e.operation, Some(crate::journal::ClusterOperation::Reset));
     for stretch in entries.split(is_reset) {
         report.violations.extend(commits::check(stretch, checks));
         report.violations.extend(sequences::check(stretch, checks));
+        report.violations.extend(reuse::check(stretch, checks));
     }
     report.skipped.extend(truncated(entries, checks));
     report
@@ -352,6 +363,7 @@ fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
         "duplicate-write",
         "out-of-order-write",
         "lost-write",
+        "sequence-reused",
     ];
     let read = |e: &Entry| {
         (e.is("OffsetCommit") && commits.iter().any(|c| checks.runs(c)))
@@ -382,4 +394,31 @@ fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
         crate::journal::summary::MAX_SUMMARY_ITEMS,
         listed.join(", "),
     ))
+}
+
+/// Journal entries for the checks' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::journal::Entry;
+
+    /// A Produce entry `seq` on conn 1 of one batch to t-0 from producer `pid` (epoch 0):
+    /// `(base sequence, record count)`, answered NONE at `offset`, with one digest per
+    /// record, all `digest`.
+    pub fn produce(seq: u64, pid: i64, batch: (i32, i32), offset: i64, digest: u64) -> Entry {
+        let (base_sequence, record_count) = batch;
+        let digests: Vec<String> = (0..record_count)
+            .map(|_| format!("{digest:016x}"))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "seq": seq, "at_us": seq, "broker": 1, "conn": 1, "peer": "127.0.0.1:1",
+            "client_id": null, "api": "Produce", "version": 9, "correlation_id": seq,
+            "request": {"produce": {"transactional_id": null, "acks": -1, "timeout_ms": 1000,
+                "partitions": [{"topic": "t", "partition": 0, "producer_id": pid,
+                    "producer_epoch": 0, "base_sequence": base_sequence,
+                    "record_count": record_count, "base_offset": offset, "error_code": 0,
+                    "digests": digests}]}},
+            "bad_request": null, "response": {"at_us": seq, "error_codes": []}, "faults": []
+        }))
+        .unwrap()
+    }
 }
