@@ -4,6 +4,7 @@
 
 pub mod client_program;
 pub mod go_client;
+pub mod node_client;
 pub mod numbered;
 
 pub use numbered::{exactly_once_in_order, produce_numbered, read_log, Produced};
