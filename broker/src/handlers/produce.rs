@@ -40,7 +40,8 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     // The batches are checked (CRC, record walk, decompression) before the cluster state lock
     // is taken, so that a large batch does not hold up other connections' requests.
     // The same pass computes each record's digest for the journal, when it records.
-    let mut budget = if ctx.shared.journal.records() {
+    let recording = ctx.shared.journal.records();
+    let mut budget = if recording {
         batch::digest::MAX_REQUEST_DIGESTS
     } else {
         0
@@ -59,13 +60,17 @@ pub fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
                         .map(|r| batch::inspect(r, version >= 7, budget));
                     let batch_digests = inspected.as_mut().and_then(batch::Inspected::take_digests);
                     budget -= batch_digests.as_ref().map_or(0, Vec::len);
-                    digests.push(batch_digests);
+                    if recording {
+                        digests.push(batch_digests);
+                    }
                     inspected
                 })
                 .collect()
         })
         .collect();
-    ctx.produced.set(digests);
+    if recording {
+        ctx.produced.set(digests);
+    }
     let mut state = ctx.shared.state();
     let shared_request = ProduceContext {
         ctx,
