@@ -25,7 +25,7 @@ use crate::codec::CodecError;
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameError, FrameReader};
 use crate::faults::{self, Fired};
-use crate::handlers::{self, Answer, Ctx};
+use crate::handlers::{self, Answer, Ctx, ProducedDigests};
 use crate::journal::summary::{self, RequestSummary, ResponseSummary};
 use crate::journal::{Arrival, Entry};
 use crate::limits::{Activity, ConnectionCount, Slot, Stamped};
@@ -226,11 +226,13 @@ pub(crate) async fn run_connection(
 
     let processor = async {
         let mut writer = Stamped::new(write_half, &activity);
+        let produced = ProducedDigests::default();
         let ctx = Ctx {
             shared: &shared,
             node_id,
             peer,
             client_id: "",
+            produced: &produced,
         };
         loop {
             let (seq, decoded, cost, fired) = tokio::select! {
@@ -246,16 +248,23 @@ pub(crate) async fn run_connection(
                 // Boxed: a handler's state lives only while it runs, not in every connection.
                 outcome = Box::pin(answer(&ctx, decoded, &fired)) => outcome,
             };
+            // A Produce's record digests go into its entry, answered or not.
+            let digests = produced.take();
+            let add_digests = |entry: &mut Entry| {
+                if let (Some(request), false) = (&mut entry.request, digests.is_empty()) {
+                    summary::add_digests(request, digests);
+                }
+            };
             let answer = match answer {
                 Outcome::Write(api, version, correlation_id, body) => {
                     Ok((api, version, correlation_id, body))
                 }
                 Outcome::Unanswered => {
-                    journal.finish(seq, |_| {});
+                    journal.finish(seq, add_digests);
                     continue;
                 }
                 Outcome::Close(reason) => {
-                    journal.finish(seq, |_| {});
+                    journal.finish(seq, add_digests);
                     tracing::debug!(parent: &span, seq, "closing connection: {reason}");
                     break;
                 }
@@ -279,6 +288,7 @@ pub(crate) async fn run_connection(
                 Ok(body) => {
                     let at_us = journal.now_us();
                     journal.finish(seq, |entry| {
+                        add_digests(entry);
                         if let Some(request) = &mut entry.request {
                             summary::complete(request, &body);
                         }
@@ -289,7 +299,7 @@ pub(crate) async fn run_connection(
                     });
                 }
                 Err(reason) => {
-                    journal.finish(seq, |_| {});
+                    journal.finish(seq, add_digests);
                     tracing::warn!(parent: &span, seq, "closing connection: {reason}");
                     break;
                 }

@@ -7,6 +7,7 @@ pub mod client_program;
 pub mod conformance;
 pub mod go_client;
 pub mod java_client;
+pub mod node_client;
 pub mod numbered;
 pub mod real_kafka;
 pub mod python_client;

@@ -229,7 +229,7 @@ async fn main() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match Cli::parse().command {
+    match cli().command {
         Command::Serve(args) => {
             if let Err(e) = serve(args).await {
                 eprintln!("kmock: {e:#}");
@@ -238,6 +238,19 @@ async fn main() {
         }
         Command::Check(args) => std::process::exit(check(&args)),
     }
+}
+
+/// The command line, parsed; `kmock check --help` lists every check ([`kmock::check::ALL`]).
+fn cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let help = format!(
+        "Run only this check (repeatable); all by default. The checks: {}",
+        kmock::check::ALL.join(", ")
+    );
+    let command = Cli::command().mut_subcommand("check", |check| {
+        check.mut_arg("checks", |arg| arg.help(help))
+    });
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
 }
 
 /// Runs the checks; the exit status: 0 clean, 1 violations, 2 unreadable input or bad flags.

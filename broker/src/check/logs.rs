@@ -240,6 +240,8 @@ mod tests {
                     max_timestamp: 0,
                     base_offset: Some(base_offset),
                     error_code: Some(0),
+                    crc: None,
+                    digests: None,
                 }],
             })),
             bad_request: None,

@@ -9,9 +9,10 @@
 //!   `epoch-not-reset`, `epoch-regression`;
 //! - produce order, for every producer: `reorder-on-retry` ([`retries`]), `inflight-exceeded`
 //!   ([`inflight`]);
-//! - log integrity ([`logs`], in process only): `duplicate-write`, `out-of-order-write`,
-//!   `lost-write`;
-//! - liveness ([`liveness`]): `stuck-client`.
+//! - log integrity ([`logs`] in process; `duplicate-write` and `lost-write` offline from the
+//!   Produce answers, [`written`]): `duplicate-write`, `out-of-order-write`, `lost-write`;
+//! - liveness ([`liveness`]): `stuck-client`;
+//! - record identity ([`reuse`]): `sequence-reused`.
 
 pub mod commits;
 pub mod inflight;
@@ -19,7 +20,9 @@ pub mod liveness;
 pub mod logs;
 mod rebalance;
 pub mod retries;
+pub mod reuse;
 pub mod sequences;
+pub mod written;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -44,6 +47,7 @@ pub const ALL: &[&str] = &[
     "lost-write",
     "stuck-client",
     "reorder-on-retry",
+    "sequence-reused",
 ];
 
 /// A family of checks: what they are about and what they need.
@@ -91,6 +95,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check("lost-write",                      Family::LogIntegrity,    &["Produce"]),
     check("stuck-client",                    Family::Liveness,        &["OffsetCommit", "Produce", "Fetch", "ListOffsets"]),
     check("reorder-on-retry",                Family::ProduceSequence, &["Produce"]),
+    check("sequence-reused",                 Family::ProduceSequence, &["Produce"]),
 ];
 
 const fn check(name: &'static str, family: Family, reads: &'static [&'static str]) -> CheckInfo {
@@ -419,20 +424,25 @@ pub(crate) fn sequence_ahead(from: i64, to: i64) -> i64 {
 }
 
 /// Runs the journal checks of `checks` over `entries` (in arrival order), as `kmock check`
-/// does offline. Log checks need the partition logs and are reported as skipped; in process,
-/// [`crate::Cluster::check`] runs them too.
+/// does offline. Without the partition logs, `duplicate-write` and `lost-write` read where
+/// batches were written from the Produce answers ([`written`]), and `out-of-order-write` is
+/// reported as skipped; in process, [`crate::Cluster::check`] runs all three on the logs.
 pub fn run(entries: &[Entry], checks: &Checks) -> Report {
     let mut report = run_journal(entries, checks);
-    for log_check in CHECKS
-        .iter()
-        .filter(|c| c.family == Family::LogIntegrity && checks.runs(c.name))
-    {
-        report.skipped.push(format!(
-            "{}: needs the partition logs (run in process)",
-            log_check.name
-        ));
+    // Without the logs, where batches were written is read from the Produce answers.
+    for stretch in entries.split(is_reset) {
+        report.violations.extend(written::check(stretch, checks));
+    }
+    if checks.runs("out-of-order-write") {
+        report
+            .skipped
+            .push("out-of-order-write: needs the partition logs (run in process)".into());
     }
     report
+}
+
+fn is_reset(e: &Entry) -> bool {
+    matches!(e.operation, Some(crate::journal::ClusterOperation::Reset))
 }
 
 /// The journal checks only, without noting the log checks as skipped. A reset
@@ -447,13 +457,13 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
             .collect(),
         ..Report::default()
     };
-    let is_reset = |e: &Entry| matches!(e.operation, Some(crate::journal::ClusterOperation::Reset));
     for stretch in entries.split(is_reset) {
         report.violations.extend(commits::check(stretch, checks));
         report.violations.extend(sequences::check(stretch, checks));
         report.violations.extend(liveness::check(stretch, checks));
         report.violations.extend(inflight::check(stretch, checks));
         report.violations.extend(retries::check(stretch, checks));
+        report.violations.extend(reuse::check(stretch, checks));
     }
     report.skipped.extend(truncated(entries, checks));
     report
@@ -494,4 +504,31 @@ fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
         crate::journal::summary::MAX_SUMMARY_ITEMS,
         listed.join(", "),
     ))
+}
+
+/// Journal entries for the checks' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::journal::Entry;
+
+    /// A Produce entry `seq` on conn 1 of one batch to t-0 from producer `pid` (epoch 0):
+    /// `(base sequence, record count)`, answered NONE at `offset`, with one digest per
+    /// record, all `digest`.
+    pub fn produce(seq: u64, pid: i64, batch: (i32, i32), offset: i64, digest: u64) -> Entry {
+        let (base_sequence, record_count) = batch;
+        let digests: Vec<String> = (0..record_count)
+            .map(|_| format!("{digest:016x}"))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "seq": seq, "at_us": seq, "broker": 1, "conn": 1, "peer": "127.0.0.1:1",
+            "client_id": null, "api": "Produce", "version": 9, "correlation_id": seq,
+            "request": {"produce": {"transactional_id": null, "acks": -1, "timeout_ms": 1000,
+                "partitions": [{"topic": "t", "partition": 0, "producer_id": pid,
+                    "producer_epoch": 0, "base_sequence": base_sequence,
+                    "record_count": record_count, "base_offset": offset, "error_code": 0,
+                    "digests": digests}]}},
+            "bad_request": null, "response": {"at_us": seq, "error_codes": []}, "faults": []
+        }))
+        .unwrap()
+    }
 }

@@ -35,6 +35,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::cluster::Shared;
 use crate::codec::{CodecError, Request};
+use crate::state::batch::RecordDigest;
 use crate::state::ClusterState;
 
 /// What a handler may see: the cluster, and which broker the request came to.
@@ -48,6 +49,27 @@ pub struct Ctx<'a> {
     pub peer: std::net::SocketAddr,
     /// The client id of the request being handled.
     pub client_id: &'a str,
+    /// Where the Produce handler leaves the record digests of the request it handled, for
+    /// the connection to put in its journal entry.
+    pub produced: &'a ProducedDigests,
+}
+
+/// The record digests of each partition's batch of the last Produce request handled on a
+/// connection, in request order ([`crate::state::batch::digest`]): the handler computes them
+/// in its validation pass and the connection moves them into the request's journal entry,
+/// whether or not the request is answered. A connection handles one request at a time.
+#[derive(Debug, Default)]
+pub struct ProducedDigests(std::sync::Mutex<Vec<Option<Vec<RecordDigest>>>>);
+
+impl ProducedDigests {
+    fn set(&self, digests: Vec<Option<Vec<RecordDigest>>>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = digests;
+    }
+
+    /// The digests left by the request just handled, leaving none behind.
+    pub fn take(&self) -> Vec<Option<Vec<RecordDigest>>> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 impl Ctx<'_> {

@@ -48,7 +48,17 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
     let acks_valid = matches!(request.acks, -1..=1);
     let mut other_leaders = Vec::new();
     let mut appended = false;
-    let mut inspected = inspect_all(&request, version >= 7).await;
+    // The same pass computes each record's digest for the journal, when it records.
+    let recording = ctx.shared.journal.records();
+    let budget = if recording {
+        batch::digest::MAX_REQUEST_DIGESTS
+    } else {
+        0
+    };
+    let (mut inspected, digests) = inspect_all(&request, version >= 7, budget).await;
+    if recording {
+        ctx.produced.set(digests);
+    }
     let mut state = ctx.shared.state();
     let shared_request = ProduceContext {
         ctx,
@@ -151,25 +161,38 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
 /// Every partition's batch checked (CRC, record walk, decompression) before the cluster state
 /// lock is taken, so that a large batch does not hold up other connections' requests; on a
 /// blocking thread when one of them may take long ([`batch::walk_is_costly`]), so that the
-/// runtime threads keep serving other connections meanwhile. `None` for null records.
+/// runtime threads keep serving other connections meanwhile. `None` for null records. With
+/// each partition's record digests, in request order, up to `budget` digests in all (a batch
+/// that does not fit in what is left keeps none).
 async fn inspect_all(
     request: &ProduceRequest,
     zstd_allowed: bool,
-) -> Vec<Vec<Option<batch::Inspected>>> {
+    budget: usize,
+) -> (Vec<Vec<Option<batch::Inspected>>>, Vec<Option<Vec<batch::RecordDigest>>>) {
     let records: Vec<Vec<Option<bytes::Bytes>>> = request
         .topic_data
         .iter()
         .map(|t| t.partition_data.iter().map(|p| p.records.clone()).collect())
         .collect();
     let inspect = move |records: Vec<Vec<Option<bytes::Bytes>>>| {
-        records
+        let mut budget = budget;
+        let mut digests = Vec::new();
+        let inspected = records
             .into_iter()
             .map(|t| {
                 t.into_iter()
-                    .map(|r| r.map(|r| batch::inspect(&r, zstd_allowed)))
+                    .map(|r| {
+                        let mut inspected = r.map(|r| batch::inspect(&r, zstd_allowed, budget));
+                        let batch_digests =
+                            inspected.as_mut().and_then(batch::Inspected::take_digests);
+                        budget -= batch_digests.as_ref().map_or(0, Vec::len);
+                        digests.push(batch_digests);
+                        inspected
+                    })
                     .collect()
             })
-            .collect()
+            .collect();
+        (inspected, digests)
     };
     let costly = records
         .iter()

@@ -41,8 +41,8 @@ pub use summary::{
     CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
     InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
     ListOffsetsSummary, MemberAssignment, MetadataSummary, OffsetCommitSummary, OffsetFetchSummary,
-    ProducePartition, ProduceSummary, RequestSummary, ResponseSummary, SyncGroupSummary,
-    TopicPartitions,
+    ProducePartition, ProduceSummary, RecordDigest, RequestSummary, ResponseSummary,
+    SyncGroupSummary, TopicPartitions,
 };
 
 /// Default capacity, in entries.
@@ -319,4 +319,43 @@ pub(crate) fn write_line(out: &mut impl Write, entry: &Entry) -> Result<(), Jour
     serde_json::to_writer(&mut *out, entry).map_err(|e| JournalError::Json(e.to_string()))?;
     out.write_all(b"\n")
         .map_err(|e| JournalError::Json(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Produce line as kmock wrote it before batches had identity (README's example).
+    const BEFORE_DIGESTS: &str = r#"{"seq":3,"at_us":1023066,"broker":1,"conn":1,"peer":"127.0.0.1:46692","client_id":"rdkafka","api":"Produce","version":7,"correlation_id":3,"request":{"produce":{"transactional_id":null,"acks":-1,"timeout_ms":30000,"partitions":[{"topic":"orders","partition":2,"producer_id":-1,"producer_epoch":-1,"base_sequence":-1,"record_count":2,"base_offset":0,"error_code":0}]}},"bad_request":null,"response":{"at_us":1023272,"error_codes":[]},"faults":[]}"#;
+
+    fn batch(entry: &Entry) -> &ProducePartition {
+        match &entry.request {
+            Some(RequestSummary::Produce(p)) => &p.partitions[0],
+            other => panic!("not a Produce: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_journal_without_crc_or_digests_still_loads() {
+        let entries = read_jsonl(BEFORE_DIGESTS.as_bytes()).unwrap();
+        let b = batch(&entries[0]);
+        assert_eq!((b.crc, b.digests.as_ref()), (None, None));
+    }
+
+    #[test]
+    fn crc_and_digests_are_written_and_read_back() {
+        let mut entry = read_jsonl(BEFORE_DIGESTS.as_bytes()).unwrap().remove(0);
+        if let Some(RequestSummary::Produce(p)) = &mut entry.request {
+            p.partitions[0].crc = Some(0x8f3a_2b1c);
+            p.partitions[0].digests = Some(vec![RecordDigest(1), RecordDigest(u64::MAX)]);
+        }
+        let mut line = Vec::new();
+        write_line(&mut line, &entry).unwrap();
+        let text = String::from_utf8(line.clone()).unwrap();
+        assert!(
+            text.contains(r#""crc":2402954012,"digests":["0000000000000001","ffffffffffffffff"]"#),
+            "{text}"
+        );
+        assert_eq!(read_jsonl(&line[..]).unwrap(), vec![entry]);
+    }
 }

@@ -7,7 +7,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use uuid::Uuid;
 
 use super::summary::*;
-use crate::state::batch;
+use crate::state::batch::{self, RecordDigest};
 
 /// Summarizes a decoded request of `version`; `topic_name` resolves topic ids (Produce v13+,
 /// Fetch v13+, Metadata v10+).
@@ -41,6 +41,8 @@ pub(crate) fn summarize(
                             max_timestamp: header.map_or(-1, |h| h.max_timestamp),
                             base_offset: None,
                             error_code: None,
+                            crc: header.map(|h| h.crc),
+                            digests: None,
                         }
                     })
                 })
@@ -232,6 +234,16 @@ pub(crate) fn summarize(
             })
         }
         _ => RequestSummary::Other,
+    }
+}
+
+/// Puts each partition's record digests (in request order, as the Produce handler computed
+/// them) into a Produce summary; items past the summary's bound are not kept.
+pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<Option<Vec<RecordDigest>>>) {
+    if let RequestSummary::Produce(s) = summary {
+        for (p, d) in s.partitions.iter_mut().zip(digests) {
+            p.digests = d;
+        }
     }
 }
 

@@ -50,6 +50,12 @@ impl Heap for i16 {
     }
 }
 
+impl Heap for RecordDigest {
+    fn heap(&self) -> usize {
+        0
+    }
+}
+
 impl Heap for i32 {
     fn heap(&self) -> usize {
         0
@@ -86,7 +92,7 @@ macro_rules! heap_of_fields {
 }
 
 heap_of_fields! {
-    ProducePartition => [topic],
+    ProducePartition => [topic, digests],
     FetchPartition => [topic],
     ListOffsetsPartition => [topic],
     CommitPartition => [topic, metadata],
@@ -162,5 +168,24 @@ mod tests {
             list.heap(),
             alloc(1000 * size_of::<CommitPartition>()) + 1000 * 32
         );
+    }
+
+    #[test]
+    fn a_produce_partition_costs_its_topic_string_and_its_digests() {
+        let mut batch = ProducePartition {
+            topic: "orders".into(),
+            partition: 0,
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence: 0,
+            record_count: 100,
+            base_offset: None,
+            error_code: None,
+            crc: Some(1),
+            digests: None,
+        };
+        assert_eq!(batch.heap(), 32);
+        batch.digests = Some(vec![RecordDigest(0); 100]);
+        assert_eq!(batch.heap(), 32 + alloc(800));
     }
 }

@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use super::request::summarize;
+pub use crate::state::batch::RecordDigest;
+
+pub(crate) use super::request::{add_digests, summarize};
 pub(crate) use super::response::{complete, error_codes};
 
 /// Most items one summary keeps in its list: the partitions of a Produce, Fetch, ListOffsets
@@ -140,6 +142,17 @@ pub struct ProducePartition {
     pub base_offset: Option<i64>,
     /// Error code answered for this partition; `None` until answered or when unanswered.
     pub error_code: Option<i16>,
+    /// The batch's CRC-32C field as the client sent it; `None` when the batch is unreadable
+    /// (and in journals written before kmock recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc: Option<u32>,
+    /// The identity of each record of the batch, in record order
+    /// ([`crate::state::batch::digest`]), set once the broker has walked the batch: `None` for a
+    /// batch it never walked (refused before its records were read, held back by a fault, or
+    /// with the journal off), one whose records are invalid, one past the request's bound
+    /// ([`crate::state::batch::digest::MAX_REQUEST_DIGESTS`]), and in older journals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digests: Option<Vec<RecordDigest>>,
 }
 
 /// A Fetch request.

@@ -197,6 +197,7 @@ mod tests {
             producer_epoch: epoch,
             base_sequence: first,
             transactional: false,
+            crc: 0,
         }
     }
 

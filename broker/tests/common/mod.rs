@@ -528,12 +528,33 @@ pub fn idempotent_produce(
     first: i32,
     count: usize,
 ) -> ProduceRequest {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
+    idempotent_produce_values(
+        topic,
+        partition,
+        producer_id,
+        epoch,
+        first,
+        &vec![&b"v"[..]; count],
+    )
+}
+
+/// As [`idempotent_produce`], one record (key `k`) for each of `values`.
+pub fn idempotent_produce_values(
+    topic: &str,
+    partition: i32,
+    producer_id: i64,
+    epoch: i16,
+    first: i32,
+    values: &[&[u8]],
+) -> ProduceRequest {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Record {
             producer_id,
             producer_epoch: epoch,
             sequence: first + i as i32,
-            ..kmock_client::record(b"k", b"v")
+            ..kmock_client::record(b"k", value)
         })
         .collect();
     let batch = kmock_client::encode_batch(&records, Compression::None).expect("a batch encodes");

@@ -51,6 +51,8 @@ pub struct BatchInfo {
     pub base_sequence: i32,
     /// Whether the batch belongs to a transaction.
     pub transactional: bool,
+    /// The batch's CRC-32C field as sent (over everything from the attributes on), unchecked.
+    pub crc: u32,
 }
 
 /// The header fields of the first batch in `records`, without any validation; `None` when the
@@ -65,6 +67,7 @@ pub fn header(records: &[u8]) -> Option<BatchInfo> {
         producer_epoch: read_i16(records, at::PRODUCER_EPOCH),
         base_sequence: read_i32(records, at::BASE_SEQUENCE),
         transactional: read_i16(records, at::ATTRIBUTES) & TRANSACTIONAL != 0,
+        crc: read_u32(records, at::CRC),
     })
 }
 

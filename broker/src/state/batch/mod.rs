@@ -26,6 +26,7 @@
 //!   `KafkaException` answers UNKNOWN_SERVER_ERROR.
 
 pub mod decompress;
+pub mod digest;
 mod header;
 pub mod records;
 mod stored;
@@ -33,6 +34,7 @@ mod stored;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
+pub use digest::RecordDigest;
 pub use header::{header, BatchInfo};
 pub use stored::StoredBytes;
 
@@ -89,6 +91,8 @@ pub struct Inspected {
     after_size: Option<InvalidBatch>,
     /// Whether a record has a null key.
     keyless: bool,
+    /// Every record's digest, when asked for and the records walked ([`digest`]).
+    digests: Option<Vec<RecordDigest>>,
 }
 
 /// Validates the `records` bytes of one partition of a Produce v7+ request: [`inspect`], then
@@ -98,7 +102,7 @@ pub struct Inspected {
 /// [`InvalidBatch`] naming the first check that failed.
 #[cfg(test)]
 pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBatch> {
-    inspect(records, true).validate(rules)
+    inspect(records, true, 0).validate(rules)
 }
 
 /// Checks the `records` of one partition of a Produce request (v3+) as far as the topic is not
@@ -108,26 +112,41 @@ pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBat
 /// topic's `max.message.bytes`) the CRC-32C; a known compression codec; no control batch from a
 /// client; a record count of at least one that matches the last offset delta and the records
 /// inside, walked ([`records::walk`]) as they decompress.
-pub fn inspect(records: &Bytes, zstd_allowed: bool) -> Inspected {
+///
+/// The same walk computes each record's digest ([`digest::record_digest`]) when the batch
+/// has at most `digest_budget` records (none for 0); [`Inspected::take_digests`] hands them
+/// over.
+pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Inspected {
     let before_size = check_before_size(records, zstd_allowed).err();
     let mut keyless = false;
+    let declared = header(records).map_or(0, |h| h.record_count);
+    let mut digests = digest::Collector::new(digest_budget, declared);
     let after_size = match before_size {
         Some(_) => None,
         None => check_after_size(records, |record| {
             keyless |= record.key.is_none();
+            digests.add(record);
             Ok(())
         })
         .err(),
     };
+    let walked = before_size.is_none() && after_size.is_none();
     Inspected {
         records: records.clone(),
         before_size,
         after_size,
         keyless,
+        digests: digests.finish(walked),
     }
 }
 
 impl Inspected {
+    /// The digests of the batch's records, in record order, once: `None` when they were not
+    /// asked for, did not fit the budget, or the records did not walk.
+    pub fn take_digests(&mut self) -> Option<Vec<RecordDigest>> {
+        self.digests.take()
+    }
+
     /// Finishes validation with the topic's `rules` (`max.message.bytes`, a key on every record
     /// of a compacted topic), answering the first failure in Kafka's order.
     ///

@@ -71,6 +71,9 @@ pub struct RecordView<'a> {
     pub headers: Headers<'a>,
     /// The record's bytes after its length varint.
     pub body: &'a [u8],
+    /// The end of `body` from the key's length on: key, value and headers as on the wire,
+    /// each length-prefixed (a null key or value is length -1).
+    pub contents: &'a [u8],
 }
 
 /// The headers of a [`RecordView`], in wire order.
@@ -191,6 +194,7 @@ fn parse(body: &[u8], index: i32) -> Result<RecordView<'_>, WalkError> {
             "offset delta {offset_delta} is not its index"
         )));
     }
+    let contents_start = cursor.at;
     let key = cursor.nullable_bytes().map_err(|e| invalid(&e))?;
     let value = cursor.nullable_bytes().map_err(|e| invalid(&e))?;
     let header_count = cursor.varint().map_err(|e| invalid(&e))?;
@@ -223,6 +227,7 @@ fn parse(body: &[u8], index: i32) -> Result<RecordView<'_>, WalkError> {
             bytes: &body[headers_start..],
         },
         body,
+        contents: &body[contents_start..],
     })
 }
 
