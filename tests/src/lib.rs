@@ -9,8 +9,8 @@ pub mod go_client;
 pub mod java_client;
 pub mod node_client;
 pub mod numbered;
-pub mod real_kafka;
 pub mod python_client;
+pub mod real_kafka;
 
 pub use numbered::{exactly_once_in_order, produce_numbered, read_log, Produced};
 

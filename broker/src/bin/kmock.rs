@@ -262,12 +262,13 @@ fn check(args: &Check) -> i32 {
     };
     let checks = match checks {
         Ok(checks) => {
-            let checks = checks
-                .stuck_after(args.stuck_after)
-                .commit_scope(match args.commit_scope {
-                    Scope::Member => kmock::check::CommitScope::Member,
-                    Scope::Group => kmock::check::CommitScope::Group,
-                });
+            let checks =
+                checks
+                    .stuck_after(args.stuck_after)
+                    .commit_scope(match args.commit_scope {
+                        Scope::Member => kmock::check::CommitScope::Member,
+                        Scope::Group => kmock::check::CommitScope::Group,
+                    });
             match args.max_in_flight {
                 Some(limit) => checks.max_in_flight(limit),
                 None => checks,

@@ -168,7 +168,10 @@ async fn inspect_all(
     request: &ProduceRequest,
     zstd_allowed: bool,
     budget: usize,
-) -> (Vec<Vec<Option<batch::Inspected>>>, Vec<Option<Vec<batch::RecordDigest>>>) {
+) -> (
+    Vec<Vec<Option<batch::Inspected>>>,
+    Vec<Option<Vec<batch::RecordDigest>>>,
+) {
     let records: Vec<Vec<Option<bytes::Bytes>>> = request
         .topic_data
         .iter()

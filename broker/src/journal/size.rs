@@ -181,6 +181,8 @@ mod tests {
             record_count: 100,
             base_offset: None,
             error_code: None,
+            first_timestamp: -1,
+            max_timestamp: -1,
             crc: Some(1),
             digests: None,
         };
