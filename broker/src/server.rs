@@ -350,9 +350,10 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
                 // An acks=0 request gets no answer: Kafka closes the connection on a failure.
                 return Outcome::Close("fault: error on an acks=0 produce".into());
             }
-            let injected = fired
-                .error
-                .and_then(|e| faults::error_response(ctx, &request.body, version, e));
+            let injected = fired.error.and_then(|e| {
+                let topic = fired.error_topic.as_deref();
+                faults::error_response(ctx, &request.body, version, e, topic)
+            });
             let body = match injected {
                 Some(body) => body,
                 None => match handlers::handle(ctx, *request).await {

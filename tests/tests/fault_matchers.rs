@@ -240,6 +240,64 @@ async fn a_topic_matcher_matches_metadata_naming_the_topic_or_all_topics() -> Re
     Ok(())
 }
 
+/// An error rule with a `topic` on Metadata puts its error on that topic only: a request for
+/// all topics, or naming others too, still lists the others as kmock knows them (with their
+/// partitions), as a Kafka broker that cannot serve one topic still lists the rest. A rule
+/// without `topic` errs every topic listed.
+#[tokio::test]
+async fn a_metadata_error_rule_with_a_topic_errs_that_topic_only() -> Result<()> {
+    let cluster = Cluster::builder()
+        .topic("t", 1)
+        .topic("u", 2)
+        .auto_create_topics(false)
+        .start()
+        .await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let only_t = cluster.add_rule(
+        Rule::on(ApiKey::Metadata)
+            .topic("t")
+            .error(kmock::ResponseError::LeaderNotAvailable),
+    )?;
+    // (topic, error code, partitions) of each topic listed, sorted by name.
+    let listed = |answer: kafka_protocol::messages::MetadataResponse| {
+        let mut topics: Vec<(String, i16, usize)> = answer
+            .topics
+            .iter()
+            .map(|t| {
+                let name = t.name.as_ref().map_or("?", |n| n.0.as_str()).to_owned();
+                (name, t.error_code, t.partitions.len())
+            })
+            .collect();
+        topics.sort();
+        topics
+    };
+    let errs_t = vec![("t".to_owned(), 5, 0), ("u".to_owned(), 0, 2)];
+    same(
+        "all topics",
+        listed(client.metadata(None).await?),
+        errs_t.clone(),
+    )?;
+    same(
+        "u and t named",
+        listed(client.metadata(Some(&["u", "t"])).await?),
+        errs_t,
+    )?;
+    same(
+        "u alone (the rule does not match)",
+        listed(client.metadata(Some(&["u"])).await?),
+        vec![("u".to_owned(), 0, 2)],
+    )?;
+    only_t.remove();
+    cluster.add_rule(Rule::on(ApiKey::Metadata).error(kmock::ResponseError::LeaderNotAvailable))?;
+    same(
+        "all topics, a rule without topic",
+        listed(client.metadata(None).await?),
+        vec![("t".to_owned(), 5, 0), ("u".to_owned(), 5, 0)],
+    )?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
 /// `add_rule` refuses a rule whose matchers can never match a request of its API, naming the
 /// matcher and the API, and puts nothing in force.
 #[tokio::test]

@@ -283,6 +283,8 @@ async fn a_long_batch_walk_holds_up_no_other_connection() -> Result<()> {
     )
     .await?;
     let heavy = batch(Codec::Zstd, HONEST_RECORDS, &honest_records(Codec::Zstd)?);
+    // Read before the heavy requests go out, so neither can have arrived yet.
+    let first_heavy = cluster.journal().entries().last().map_or(0, |e| e.seq) + 1;
     let mut walks = Vec::new();
     for _ in 0..2 {
         let connection = common::connect_to(&cluster, 1).await?;
@@ -292,7 +294,6 @@ async fn a_long_batch_walk_holds_up_no_other_connection() -> Result<()> {
         ));
     }
     let both_arrived = |n| move |e: &kmock::Entry| e.is("Produce") && e.seq >= n;
-    let first_heavy = cluster.journal().entries().last().map_or(0, |e| e.seq) + 1;
     cluster
         .wait_for(both_arrived(first_heavy + 1), HANG_GUARD)
         .await?;

@@ -228,3 +228,29 @@ async fn a_window_counts_from_the_rule_or_from_the_cluster_start() -> Result<()>
     cluster.shutdown().await;
     Ok(())
 }
+
+/// A window end beyond what µs since the start can count (`u64::MAX` µs, half a million years)
+/// is never reached: the rule stays in force, and its window reads `u64::MAX`, not a wrapped
+/// number before its start.
+#[tokio::test(start_paused = true)]
+async fn a_window_end_beyond_the_clock_is_never_reached() -> Result<()> {
+    let (cluster, client) = cluster().await?;
+    let start = Instant::now();
+    let handle = cluster.add_rule(
+        Rule::on(ApiKey::Metadata)
+            .named("forever")
+            .after(MS)
+            .until(Duration::from_secs(u64::MAX / 1_000))
+            .error(ResponseError::LeaderNotAvailable),
+    )?;
+    same(
+        "the error inside the window",
+        metadata_at(&client, start + 2 * MS).await?,
+        err(ResponseError::LeaderNotAvailable.code()),
+    )?;
+    same("fired", handle.fired(), 1)?;
+    let stats: Vec<RuleStats> = cluster.rules();
+    same("the window's end", stats[0].until_at_us, Some(u64::MAX))?;
+    cluster.shutdown().await;
+    Ok(())
+}

@@ -7,7 +7,6 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
-use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -41,13 +40,16 @@ pub(crate) fn supports_error(api: ApiKey) -> bool {
 }
 
 /// The answer to `request` (at `version`) carrying `error`, or `None` for an API not in
-/// [`supports_error`]. A Metadata answer still lists the brokers (`ctx` says which are up), as
-/// Kafka's does beside a topic's error.
+/// [`supports_error`]. A Metadata answer is the one kmock would give (without creating
+/// topics), with `error` on topic `topic` only when the rule named one (so a request for all
+/// topics still lists the others), else on every topic it lists; a topic with the error lists no
+/// partitions.
 pub(crate) fn error_response(
     ctx: &Ctx<'_>,
     request: &RequestKind,
     version: i16,
     error: ResponseError,
+    topic: Option<&str>,
 ) -> Option<ResponseKind> {
     let code = error.code();
     Some(match request {
@@ -136,20 +138,18 @@ pub(crate) fn error_response(
                     .collect(),
             ),
         ),
-        RequestKind::Metadata(r) => ResponseKind::Metadata(
-            metadata::cluster_metadata(ctx, &ctx.shared.state().down.clone()).with_topics(
-                r.topics
-                    .iter()
-                    .flatten()
-                    .map(|t| {
-                        MetadataResponseTopic::default()
-                            .with_name(t.name.clone())
-                            .with_topic_id(t.topic_id)
-                            .with_error_code(code)
-                    })
-                    .collect(),
-            ),
-        ),
+        RequestKind::Metadata(r) => {
+            let request = r.clone().with_allow_auto_topic_creation(false);
+            let mut answer = metadata::handle(ctx, request, version);
+            for t in &mut answer.topics {
+                let named = t.name.as_ref().map(|n| n.0.as_str());
+                if topic.is_none_or(|wanted| named == Some(wanted)) {
+                    t.error_code = code;
+                    t.partitions.clear();
+                }
+            }
+            ResponseKind::Metadata(answer)
+        }
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(
             OffsetCommitResponse::default().with_topics(
                 r.topics

@@ -101,6 +101,9 @@ pub(crate) struct Fired {
     pub delay: Duration,
     pub disconnect: bool,
     pub error: Option<ResponseError>,
+    /// The topic matcher of the rule whose error fired, if it has one: a Metadata answer
+    /// carries the error on that topic only.
+    pub error_topic: Option<String>,
     pub delay_response: Duration,
     pub throttle: Option<Duration>,
     pub disconnect_after_apply: bool,
@@ -143,7 +146,9 @@ impl Rules {
         } else {
             self.started.elapsed()
         };
-        let at_us = |d: Duration| origin.saturating_add(d).as_micros() as u64;
+        // A window end past u64::MAX µs (half a million years) is never reached.
+        let at_us =
+            |d: Duration| u64::try_from(origin.saturating_add(d).as_micros()).unwrap_or(u64::MAX);
         let from_at_us = rule.window.after.map(at_us);
         let until_at_us = rule.window.until.map(at_us);
         let id = self.next_id;
@@ -245,7 +250,10 @@ impl Rules {
                 Action::DisconnectAfterApply => fired.disconnect_after_apply = true,
                 Action::Silence => fired.silence = true,
                 Action::Error(e) => {
-                    fired.error.get_or_insert(*e);
+                    if fired.error.is_none() {
+                        fired.error = Some(*e);
+                        fired.error_topic = rule.rule.topic.clone();
+                    }
                 }
                 Action::Throttle(d) => {
                     fired.throttle = Some(fired.throttle.map_or(*d, |t| t.max(*d)))

@@ -206,6 +206,9 @@ async fn inspect_all(
         return inspect(records);
     }
     let kept = records.clone(); // cheap: `Bytes` handles
+                                // At most one costly walk per core at a time: each may hold a decompression window of up to
+                                // 128 MiB (zstd), so their number, not the number of connections, bounds that memory.
+    let _turn = costly_walks().acquire().await;
     match tokio::task::spawn_blocking(move || inspect(records)).await {
         Ok(inspected) => inspected,
         // The walk does not panic (fuzzed); should it, the panic belongs to this request.
@@ -213,6 +216,16 @@ async fn inspect_all(
         // The runtime is shutting down and dropped the task: walk here.
         Err(_) => inspect(kept),
     }
+}
+
+/// Turns for costly batch walks, one per core, shared by every cluster in the process (they
+/// share the cores).
+fn costly_walks() -> &'static tokio::sync::Semaphore {
+    static WALKS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    WALKS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        tokio::sync::Semaphore::new(cores)
+    })
 }
 
 type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
