@@ -151,13 +151,13 @@ fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
 #[derive(Debug, Clone, Copy)]
 struct Idle(Option<std::time::Duration>);
 
-fn parse_idle(s: &str) -> anyhow::Result<Idle> {
-    if s == "off" {
+fn parse_idle(s: &str) -> Result<Idle, String> {
+    if s.eq_ignore_ascii_case("off") {
         return Ok(Idle(None));
     }
     parse_duration(s)
         .map(|d| Idle(Some(d)))
-        .context("or `off` to never close an idle connection")
+        .map_err(|e| format!("{e:#}, or `off` to never close an idle connection"))
 }
 
 /// The control API's token: `--control-token` (or `KMOCK_CONTROL_TOKEN`), else the first line
