@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
+use common::cluster_ops::{cluster, versions, PARTITIONS, TOPIC};
 use common::excerpt::{excerpt, group_excerpt};
 use common::groups::{answered_ok, of_group, offsets_partition, CONSUMER_OFFSETS};
 use common::jsonl::JsonlBuffer;
@@ -25,8 +26,6 @@ use rdkafka::error::KafkaError;
 use rdkafka::producer::FutureProducer;
 use rdkafka::types::RDKafkaErrorCode;
 
-const TOPIC: &str = "t";
-const PARTITIONS: i32 = 3;
 const MESSAGES: usize = 3_000;
 /// Hang guard for each wait: generous, it only catches a run that never gets there.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -45,14 +44,6 @@ fn member(cluster: &Cluster, group: &str, name: &str) -> Result<Member> {
         .set("reconnect.backoff.max.ms", "100")
         .set("topic.metadata.refresh.interval.ms", "500");
     Member::start(config, TOPIC, name, Some(20))
-}
-
-async fn cluster(sink: Option<JsonlBuffer>) -> Result<Cluster> {
-    let mut builder = Cluster::builder().brokers(3).topic(TOPIC, PARTITIONS);
-    if let Some(sink) = sink {
-        builder = builder.journal_jsonl(sink);
-    }
-    Ok(builder.start().await?)
 }
 
 fn producer(cluster: &Cluster) -> Result<FutureProducer> {
@@ -85,11 +76,6 @@ async fn wait_consumed(members: &[&Member]) -> Result<()> {
         consumed.iter().flatten().collect::<BTreeSet<_>>().len() == MESSAGES
     })
     .await
-}
-
-/// The journal's API versions used for `api`, for the report.
-fn versions(journal: &JournalSnapshot, api: &str) -> BTreeSet<i16> {
-    journal.api(api).filter_map(|e| e.version).collect()
 }
 
 /// The client errors a member may see while its coordinator's broker goes away: the

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
+use common::cluster_ops::{cluster, versions, PARTITIONS, TOPIC};
 use common::groups::answered_ok;
 use common::jsonl::JsonlBuffer;
 use kmock::journal::ClusterOperation;
@@ -19,25 +20,9 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::FutureProducer;
 
-const TOPIC: &str = "t";
-const PARTITIONS: i32 = 3;
 const MESSAGES: usize = 3_000;
 /// Hang guard for each wait: generous, it only catches a run that never gets there.
 const SETTLE: Duration = Duration::from_secs(60);
-
-/// Three brokers and the topic, the journal also written as JSON Lines to `sink` if given.
-async fn cluster(sink: Option<JsonlBuffer>) -> Result<Cluster> {
-    let mut builder = Cluster::builder().brokers(3).topic(TOPIC, PARTITIONS);
-    if let Some(sink) = sink {
-        builder = builder.journal_jsonl(sink);
-    }
-    Ok(builder.start().await?)
-}
-
-/// The journal's API versions used for `api`, for the report.
-fn versions(journal: &JournalSnapshot, api: &str) -> BTreeSet<i16> {
-    journal.api(api).filter_map(|e| e.version).collect()
-}
 
 /// Runs every check over the journal and the logs, printing the versions librdkafka used.
 fn assert_checks_clean(cluster: &Cluster) {
