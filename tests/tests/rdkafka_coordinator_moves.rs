@@ -17,7 +17,6 @@ use anyhow::{ensure, Result};
 use common::cluster_ops::{cluster, versions, PARTITIONS, TOPIC};
 use common::excerpt::{excerpt, group_excerpt};
 use common::groups::{answered_ok, of_group, offsets_partition, CONSUMER_OFFSETS};
-use common::jsonl::JsonlBuffer;
 use common::member::{wait_members, Member};
 use kmock::journal::RequestSummary;
 use kmock::{Checks, Cluster, Entry, JournalSnapshot, ResponseError, Violation};

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +14,7 @@ use common::cluster_ops::{cluster, versions, PARTITIONS, TOPIC};
 use common::groups::answered_ok;
 use common::jsonl::JsonlBuffer;
 use kmock::journal::ClusterOperation;
-use kmock::{Checks, Cluster, Entry, JournalSnapshot};
+use kmock::{Checks, Cluster, Entry};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::FutureProducer;
