@@ -6,7 +6,7 @@
 //! |---|---|
 //! | NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15) | FindCoordinator |
 //! | NOT_LEADER_OR_FOLLOWER (6), FENCED_LEADER_EPOCH (74), UNKNOWN_TOPIC_OR_PARTITION (3) | Metadata |
-//! | UNKNOWN_MEMBER_ID (25), ILLEGAL_GENERATION (22) | JoinGroup |
+//! | UNKNOWN_MEMBER_ID (25), ILLEGAL_GENERATION (22) | JoinGroup (or SyncGroup: the rejoin's second half) |
 //! | OUT_OF_ORDER_SEQUENCE_NUMBER (45) | a new producer epoch or id (InitProducerId) |
 //!
 //! What is sent again: the same API for the same thing — the group (group APIs), the
@@ -22,7 +22,11 @@
 //! count, so a correct client retrying with backoff against a coordinator that is really away
 //! (FindCoordinator, commit, FindCoordinator, commit, …) never adds up. An answer without error
 //! for the thing retried closes it too. More than [`Checks::stuck_after`] such retries is a
-//! violation, named by the first failed request, the count and the step never taken.
+//! violation, named by the first failed request, the count and the step never taken. A member
+//! that sent the request answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION while rejoining (from
+//! its JoinGroup until the answer to the SyncGroup after it) had taken the step already: no
+//! count (librdkafka's cooperative-sticky members commit at their old generation until their
+//! SyncGroup is answered).
 //!
 //! Limits: FindCoordinator and Metadata are journaled without their keys, so any of them from
 //! the client counts as the step for every group or topic; two clients sharing a client id
@@ -61,7 +65,8 @@ impl Step {
         match api {
             "FindCoordinator" => Some(Self::FindCoordinator),
             "Metadata" => Some(Self::Metadata),
-            "JoinGroup" => Some(Self::JoinGroup),
+            // A rejoin is JoinGroup then SyncGroup: either is the step taken.
+            "JoinGroup" | "SyncGroup" => Some(Self::JoinGroup),
             "InitProducerId" => Some(Self::NewEpoch),
             _ => None,
         }
@@ -239,6 +244,8 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     // (client, API, target) → the open count, and each client's open keys.
     let mut open: HashMap<Key<'_>, Stuck<'_>> = HashMap::new();
     let mut by_client: HashMap<Client<'_>, Vec<Key<'_>>> = HashMap::new();
+    // Each client's rejoin: until when it runs (`u64::MAX` while under way).
+    let mut rejoining_until: HashMap<Client<'_>, u64> = HashMap::new();
     let mut found = Vec::new();
     let limit = checks.stuck_after;
     let mut close = |key: &Key<'_>, stuck: Stuck<'_>| {
@@ -251,6 +258,20 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             continue;
         };
         let client = Client::of(entry);
+        // A rejoin runs from a JoinGroup until the answer to the SyncGroup that follows it (or
+        // to the JoinGroup, when that refused the member).
+        let answer = entry.response.as_ref();
+        match api {
+            "JoinGroup" => {
+                let refused = answer.filter(|r| r.error_codes.iter().any(|c| *c != 0 && *c != 79));
+                let until = refused.map_or(u64::MAX, |r| r.at_us);
+                rejoining_until.insert(client, until);
+            }
+            "SyncGroup" => {
+                rejoining_until.insert(client, answer.map_or(u64::MAX, |r| r.at_us));
+            }
+            _ => {}
+        }
         // A step closes every count of this client waiting for it.
         if let Some(step) = Step::taken_by(api) {
             if let Some(keys) = by_client.get_mut(&client) {
@@ -289,6 +310,15 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             // OUT_OF_ORDER_SEQUENCE_NUMBER is about the batch's epoch, the others about the
             // partition.
             if matches!(target, Target::Batch { .. }) != (step == Step::NewEpoch) {
+                continue;
+            }
+            // A member already rejoining when it sent the failed request took the step before
+            // it: its commits carry the generation it has until the rejoin completes.
+            if step == Step::JoinGroup
+                && rejoining_until
+                    .get(&client)
+                    .is_some_and(|until| *until > entry.at_us)
+            {
                 continue;
             }
             open.insert(
