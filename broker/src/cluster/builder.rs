@@ -1,0 +1,252 @@
+//! [`ClusterBuilder`]: a cluster's shape and options, and its start.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::error::Error;
+use crate::faults::Rules;
+use crate::journal::{Journal, Sink};
+
+use super::{
+    bootstrap, group_timers, BrokerInfo, Cluster, Config, Inner, KafkaVersion, Listening, Shared,
+};
+
+/// Builds and starts a [`Cluster`]. Nothing listens until [`ClusterBuilder::start`].
+#[derive(Debug, Default)]
+#[must_use = "a ClusterBuilder does nothing until .start().await"]
+pub struct ClusterBuilder {
+    pub(crate) config: Config,
+    journal_sink: Option<Sink>,
+}
+
+impl ClusterBuilder {
+    /// Number of brokers, each with its own listener and node id (1..=n). Default 1.
+    ///
+    /// # Panics
+    /// If `n` is 0.
+    pub fn brokers(mut self, n: usize) -> Self {
+        assert!(n > 0, "a cluster needs at least one broker");
+        self.config.brokers = n;
+        self
+    }
+
+    /// Creates `name` with `partitions` partitions at start. Repeatable. At most 9,999
+    /// partitions, as one operation of Kafka's KRaft controller creates (a larger topic is
+    /// grown with CreatePartitions); [`Self::start`] fails past that.
+    pub fn topic(mut self, name: &str, partitions: i32) -> Self {
+        self.config.topics.push((name.to_owned(), partitions));
+        self
+    }
+
+    /// The address listeners bind to and advertise. Default `127.0.0.1`.
+    pub fn host(mut self, host: IpAddr) -> Self {
+        self.config.host = host;
+        self
+    }
+
+    /// Port of the first broker; broker i listens on `port + i`. Default 0: every broker gets
+    /// an ephemeral port.
+    pub fn port(mut self, port: u16) -> Self {
+        self.config.port = port;
+        self
+    }
+
+    /// Whether Metadata requests create unknown topics (Kafka's `auto.create.topics.enable`,
+    /// default true; the client must also allow it). Default true.
+    pub fn auto_create_topics(mut self, enabled: bool) -> Self {
+        self.config.auto_create_topics = enabled;
+        self
+    }
+
+    /// Partitions of an auto-created topic, or of CreateTopics with -1 (Kafka's
+    /// `num.partitions`). Default 1.
+    pub fn default_partitions(mut self, partitions: i32) -> Self {
+        self.config.default_partitions = partitions;
+        self
+    }
+
+    /// Largest request frame accepted, in bytes; a larger one closes the connection (Kafka's
+    /// `socket.request.max.bytes`). Default 100 MiB.
+    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_frame_bytes = bytes;
+        self
+    }
+
+    /// The cluster id reported in Metadata and DescribeCluster. Default `kmock-cluster`.
+    pub fn cluster_id(mut self, id: &str) -> Self {
+        self.config.cluster_id = id.to_owned();
+        self
+    }
+
+    /// The Kafka version whose behaviour to copy where versions differ. Default
+    /// [`KafkaVersion::LATEST`]. Before 2.5, a producer without state on a partition whose
+    /// first batch does not start at sequence 0 gets UNKNOWN_PRODUCER_ID (as brokers 1.0–2.4).
+    pub fn kafka_version(mut self, version: KafkaVersion) -> Self {
+        self.config.kafka_version = version;
+        self
+    }
+
+    /// Seed of the generator behind `Rule::probability`: the same seed gives the same fault
+    /// schedule for the same request sequence. Default 0.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
+    /// Replicas of each partition of a topic created without a replication factor (Kafka's
+    /// `default.replication.factor`, whose default is 1). Default: 3, or the broker count if
+    /// smaller, so that a broker taken down ([`Cluster::broker_down`]) fails over as a
+    /// production cluster does. Checked against the broker count at start.
+    pub fn replication_factor(mut self, replicas: usize) -> Self {
+        self.config.replication_factor = Some(replicas);
+        self
+    }
+
+    /// Partitions of `__consumer_offsets`, which decide each group's coordinator (Kafka's
+    /// `offsets.topic.num.partitions`). Default 50.
+    ///
+    /// # Panics
+    /// If `partitions` is below 1.
+    pub fn offsets_topic_partitions(mut self, partitions: i32) -> Self {
+        assert!(
+            partitions >= 1,
+            "__consumer_offsets needs at least one partition"
+        );
+        self.config.offsets_topic_partitions = partitions;
+        self
+    }
+
+    /// Entries the journal keeps in memory; when full the oldest go and are counted in
+    /// [`JournalSnapshot::evicted`]. Default 1,000,000. 0 keeps none (a sink still gets all);
+    /// 0 without a sink turns the journal off: requests are numbered, not decoded into entries
+    /// (fault rules still see an entry).
+    pub fn journal_capacity(mut self, entries: usize) -> Self {
+        self.config.journal_capacity = entries;
+        self
+    }
+
+    /// Bytes the journal keeps in memory, as estimated from each entry's heap size when it is
+    /// appended and when it is completed; past them the oldest entries go and are counted in
+    /// [`JournalSnapshot::evicted`], as past [`Self::journal_capacity`]. Default
+    /// [`DEFAULT_MAX_BYTES`](crate::journal::DEFAULT_MAX_BYTES), 512 MiB. 0 keeps none, as a
+    /// capacity of 0 does.
+    pub fn journal_max_bytes(mut self, bytes: usize) -> Self {
+        self.config.journal_max_bytes = bytes;
+        self
+    }
+
+    /// Writes every journal entry, once complete, to `sink` as one JSON line, flushed after
+    /// each line (what `kmock serve --journal PATH` does). The bounds of memory never evict from it.
+    pub fn journal_jsonl(mut self, sink: impl Write + Send + 'static) -> Self {
+        self.journal_sink = Some(Sink(Box::new(sink)));
+        self
+    }
+
+    /// Binds every listener, creates the configured topics and starts serving.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for default partitions below 1, a replication factor of 0 or above
+    /// the broker count, or an unspecified host (`0.0.0.0`, `::`: Kafka refuses to advertise
+    /// those); [`Error::Bind`] when a port cannot be bound;
+    /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one or more
+    /// than 9,999 partitions, given twice).
+    pub async fn start(self) -> Result<Cluster, Error> {
+        let ClusterBuilder {
+            config,
+            journal_sink,
+        } = self;
+        if config.default_partitions < 1 {
+            return Err(Error::Config(format!(
+                "default partitions must be at least 1 (Kafka's num.partitions), not {}",
+                config.default_partitions
+            )));
+        }
+        if !(1..=config.brokers).contains(&config.replication_factor()) {
+            return Err(Error::Config(format!(
+                "replication factor {} is not between 1 and the {} brokers",
+                config.replication_factor(),
+                config.brokers
+            )));
+        }
+        if config.host.is_unspecified() {
+            return Err(Error::Config(format!(
+                "{} cannot be advertised to clients; give the address they should connect to",
+                config.host
+            )));
+        }
+        config.limits.check()?;
+        if !config.host.is_loopback() {
+            tracing::warn!(
+                host = %config.host,
+                "brokers listen on a non-loopback address: anyone who can reach it can use them"
+            );
+        }
+        let mut listeners = Vec::with_capacity(config.brokers);
+        let mut brokers = Vec::with_capacity(config.brokers);
+        for i in 0..config.brokers {
+            let port = match config.port {
+                0 => 0,
+                first => first.checked_add(i as u16).ok_or(Error::Bind {
+                    addr: SocketAddr::new(config.host, first),
+                    source: std::io::Error::other("port range passes 65535"),
+                })?,
+            };
+            let addr = SocketAddr::new(config.host, port);
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|source| Error::Bind { addr, source })?;
+            let addr = listener
+                .local_addr()
+                .map_err(|source| Error::Bind { addr, source })?;
+            brokers.push(BrokerInfo {
+                node_id: i as i32 + 1,
+                addr,
+            });
+            listeners.push(listener);
+        }
+        let state = config.initial_state(brokers.iter().map(|b| b.node_id).collect())?;
+        let journal = Journal::new(
+            config.journal_capacity,
+            config.journal_max_bytes,
+            journal_sink,
+        );
+        let seed = config.seed;
+        let shared = Arc::new(Shared {
+            config,
+            brokers,
+            state: Mutex::new(state),
+            data_arrived: Notify::new(),
+            journal,
+            rules: Mutex::new(Rules::new(seed)),
+            rules_in_force: AtomicBool::new(false),
+            next_connection_id: AtomicU64::new(0),
+        });
+        let shutdown = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let listeners = listeners
+            .into_iter()
+            .zip(&shared.brokers)
+            .map(|(listener, broker)| {
+                Listening::start(listener, broker.node_id, &shared, &shutdown)
+            })
+            .collect();
+        tracker.spawn(group_timers(Arc::clone(&shared), shutdown.clone()));
+        tracing::info!(bootstrap = %bootstrap(&shared.brokers), "kmock cluster started");
+        Ok(Cluster {
+            inner: Arc::new(Inner {
+                verified: std::sync::atomic::AtomicBool::new(false),
+                shared,
+                shutdown,
+                tracker,
+                listeners: tokio::sync::Mutex::new(listeners),
+            }),
+        })
+    }
+}

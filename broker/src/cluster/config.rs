@@ -1,0 +1,214 @@
+//! What a cluster is configured with ([`Config`], [`KafkaVersion`]) and the state every broker
+//! task shares ([`Shared`]).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Notify;
+
+use crate::error::Error;
+use crate::faults::Rules;
+use crate::journal::Journal;
+use crate::state::{ClusterState, Placement};
+
+use super::BrokerInfo;
+
+/// The Apache Kafka version whose behaviour kmock copies where versions differ.
+///
+/// Ordered, so `version < KafkaVersion::V2_5` reads as it should. Parsed from `"2.4"` or
+/// `"3.7.1"` (the patch level is ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KafkaVersion {
+    /// Major version.
+    pub major: u16,
+    /// Minor version.
+    pub minor: u16,
+}
+
+impl KafkaVersion {
+    /// Kafka 2.5: the first with KIP-360 (no UNKNOWN_PRODUCER_ID for a producer without state).
+    pub const V2_5: Self = Self::new(2, 5);
+    /// Kafka 3.7: `min.insync.replicas` capped at the replica count (KAFKA-15583).
+    pub const V3_7: Self = Self::new(3, 7);
+    /// The newest behaviour, kmock's default.
+    pub const LATEST: Self = Self::new(4, 1);
+
+    /// `major.minor`.
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Self { major, minor }
+    }
+}
+
+impl std::str::FromStr for KafkaVersion {
+    type Err = Error;
+
+    /// # Errors
+    /// [`Error::Config`] for anything but `MAJOR.MINOR[.PATCH]`.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let mut parts = s.split('.').map(str::parse::<u16>);
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some(Ok(major)), Some(Ok(minor)), None | Some(Ok(_)), None) => {
+                Ok(Self::new(major, minor))
+            }
+            _ => Err(Error::Config(format!(
+                "Kafka version {s:?} is not MAJOR.MINOR, e.g. \"2.4\""
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for KafkaVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Settings fixed at start.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub brokers: usize,
+    pub host: IpAddr,
+    pub port: u16,
+    pub topics: Vec<(String, i32)>,
+    pub auto_create_topics: bool,
+    pub default_partitions: i32,
+    pub max_frame_bytes: usize,
+    pub cluster_id: String,
+    pub kafka_version: KafkaVersion,
+    pub journal_capacity: usize,
+    pub journal_max_bytes: usize,
+    pub offsets_topic_partitions: i32,
+    pub seed: u64,
+    /// `None`: 3, or the broker count if smaller.
+    pub replication_factor: Option<usize>,
+    /// Idle timeout, frame timeout, connection cap.
+    pub limits: crate::limits::ConnectionLimits,
+}
+
+impl Config {
+    /// The default replication factor of new topics.
+    pub fn replication_factor(&self) -> usize {
+        self.replication_factor.unwrap_or(self.brokers.min(3))
+    }
+
+    /// A fresh state: the brokers, the internal topics and the configured topics.
+    pub(super) fn initial_state(&self, nodes: Vec<i32>) -> Result<ClusterState, Error> {
+        let placement = Placement {
+            default_replication_factor: self.replication_factor(),
+            offsets_topic_partitions: self.offsets_topic_partitions,
+        };
+        // The fuzz targets' stored inputs name topics by id: with the `fuzzing` feature, the
+        // same ids in every process and after every reset.
+        let id_seed = if cfg!(feature = "fuzzing") {
+            0
+        } else {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        };
+        let mut state = ClusterState::new(nodes, placement, id_seed);
+        for (name, partitions) in &self.topics {
+            state
+                .create_topic(name, *partitions, None, BTreeMap::new())
+                .map_err(|e| Error::Topic(e.message))?;
+        }
+        Ok(state)
+    }
+
+    /// [`Self::initial_state`] again, for a reset: the configured topics were created at
+    /// start with every broker up, as they are in a fresh state, so this cannot fail.
+    pub(super) fn fresh_state(&self, nodes: Vec<i32>) -> ClusterState {
+        self.initial_state(nodes)
+            .expect("the configured topics were created once already")
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            brokers: 1,
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            topics: Vec::new(),
+            auto_create_topics: true,
+            default_partitions: 1,
+            max_frame_bytes: 100 * 1024 * 1024,
+            cluster_id: "kmock-cluster".to_owned(),
+            kafka_version: KafkaVersion::LATEST,
+            journal_capacity: crate::journal::DEFAULT_CAPACITY,
+            journal_max_bytes: crate::journal::DEFAULT_MAX_BYTES,
+            offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,
+            seed: 0,
+            replication_factor: None,
+            limits: crate::limits::ConnectionLimits::default(),
+        }
+    }
+}
+
+/// State shared by every listener and connection of one cluster.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Config,
+    pub brokers: Vec<BrokerInfo>,
+    pub state: Mutex<ClusterState>,
+    /// Woken on every append, so long-polling Fetch requests can look again.
+    pub data_arrived: Notify,
+    /// Every request, in arrival order.
+    pub journal: Journal,
+    /// Fault rules in force.
+    pub(super) rules: Mutex<Rules>,
+    /// Whether any rule is in force, readable without the rules lock: a request takes that
+    /// lock only when there is a rule to apply.
+    pub(super) rules_in_force: AtomicBool,
+    pub(super) next_connection_id: AtomicU64,
+}
+
+impl Shared {
+    /// Locks the cluster state. A panic in another holder poisons nothing that matters here:
+    /// the state is still consistent between requests, so the lock is taken regardless.
+    ///
+    /// Lock order: state, then journal, then rules. A cluster operation journals its entry
+    /// under the state lock (so no request answered under the new state is numbered before
+    /// it); nothing takes the state lock while holding the journal's.
+    pub fn state(&self) -> MutexGuard<'_, ClusterState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Locks the fault rules (the last in the lock order: nothing holds it while taking
+    /// another). Add and remove rules with [`Self::change_rules`].
+    pub fn rules(&self) -> MutexGuard<'_, Rules> {
+        self.rules
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Changes the rules in force, keeping [`Self::rules_in_force`] true to them.
+    pub fn change_rules<R>(&self, change: impl FnOnce(&mut Rules) -> R) -> R {
+        let mut rules = self.rules();
+        let result = change(&mut rules);
+        self.rules_in_force.store(rules.any(), Ordering::Release);
+        result
+    }
+
+    /// Whether any fault rule is in force (without taking the rules lock).
+    pub fn rules_in_force(&self) -> bool {
+        self.rules_in_force.load(Ordering::Acquire)
+    }
+
+    /// A connection id unique within the cluster, from 1.
+    pub fn next_connection_id(&self) -> u64 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Wall-clock now in ms since the Unix epoch (for LogAppendTime).
+    pub fn now_ms(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+}
