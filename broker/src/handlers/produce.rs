@@ -164,59 +164,70 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
 /// runtime threads keep serving other connections meanwhile. `None` for null records. With
 /// each partition's record digests, in request order, up to `budget` digests in all (a batch
 /// that does not fit in what is left keeps none).
-async fn inspect_all(
-    request: &ProduceRequest,
-    zstd_allowed: bool,
-    budget: usize,
-) -> (
-    Vec<Vec<Option<batch::Inspected>>>,
-    Vec<Option<Vec<batch::RecordDigest>>>,
-) {
-    let records: Vec<Vec<Option<bytes::Bytes>>> = request
-        .topic_data
-        .iter()
-        .map(|t| t.partition_data.iter().map(|p| p.records.clone()).collect())
-        .collect();
-    let inspect = move |records: Vec<Vec<Option<bytes::Bytes>>>| {
-        let mut budget = budget;
-        let mut digests = Vec::new();
-        let inspected = records
-            .into_iter()
-            .map(|t| {
-                t.into_iter()
-                    .map(|r| {
-                        let mut inspected = r.map(|r| batch::inspect(&r, zstd_allowed, budget));
-                        let batch_digests =
-                            inspected.as_mut().and_then(batch::Inspected::take_digests);
-                        budget -= batch_digests.as_ref().map_or(0, Vec::len);
-                        digests.push(batch_digests);
-                        inspected
-                    })
-                    .collect()
-            })
-            .collect();
-        (inspected, digests)
+async fn inspect_all(request: &ProduceRequest, zstd_allowed: bool, budget: usize) -> Inspection {
+    let in_request = || {
+        request
+            .topic_data
+            .iter()
+            .map(|t| t.partition_data.iter().map(|p| p.records.as_ref()))
     };
-    let costly = records
-        .iter()
+    let costly = in_request()
         .flatten()
         .flatten()
         .any(|r| batch::walk_is_costly(r));
     if !costly {
-        return inspect(records);
+        return inspect_each(in_request(), zstd_allowed, budget);
     }
-    let kept = records.clone(); // cheap: `Bytes` handles
-                                // At most one costly walk per core at a time: each may hold a decompression window of up to
-                                // 128 MiB (zstd), so their number, not the number of connections, bounds that memory.
+    // The blocking thread needs its own handles on the records (cheap: `Bytes`).
+    let owned: Vec<Vec<Option<bytes::Bytes>>> = in_request()
+        .map(|t| t.map(|r| r.cloned()).collect())
+        .collect();
+    // At most one costly walk per core at a time: each may hold a decompression window of up
+    // to 128 MiB (zstd), so their number, not the number of connections, bounds that memory.
     let _turn = costly_walks().acquire().await;
-    match tokio::task::spawn_blocking(move || inspect(records)).await {
+    let walk = move || {
+        let batches = owned.iter().map(|t| t.iter().map(Option::as_ref));
+        inspect_each(batches, zstd_allowed, budget)
+    };
+    match tokio::task::spawn_blocking(walk).await {
         Ok(inspected) => inspected,
         // The walk does not panic (fuzzed); should it, the panic belongs to this request.
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         // The runtime is shutting down and dropped the task: walk here.
-        Err(_) => inspect(kept),
+        Err(_) => inspect_each(in_request(), zstd_allowed, budget),
     }
 }
+
+/// [`batch::inspect`] on each partition's records (`None`: null records), by topic, with the
+/// record digests of each batch in request order, up to `budget` in all.
+fn inspect_each<'a>(
+    batches: impl Iterator<Item = impl Iterator<Item = Option<&'a bytes::Bytes>>>,
+    zstd_allowed: bool,
+    mut budget: usize,
+) -> Inspection {
+    let mut digests = Vec::new();
+    let inspected = batches
+        .map(|topic| {
+            topic
+                .map(|records| {
+                    let mut inspected = records.map(|r| batch::inspect(r, zstd_allowed, budget));
+                    let batch_digests = inspected.as_mut().and_then(batch::Inspected::take_digests);
+                    budget -= batch_digests.as_ref().map_or(0, Vec::len);
+                    digests.push(batch_digests);
+                    inspected
+                })
+                .collect()
+        })
+        .collect();
+    (inspected, digests)
+}
+
+/// Each partition's inspected batch, by topic (`None`: null records), and each batch's record
+/// digests in request order.
+type Inspection = (
+    Vec<Vec<Option<batch::Inspected>>>,
+    Vec<Option<Vec<batch::RecordDigest>>>,
+);
 
 /// Turns for costly batch walks, one per core, shared by every cluster in the process (they
 /// share the cores).
