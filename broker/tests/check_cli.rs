@@ -296,6 +296,9 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
         "2",
         "--stuck-after",
         "1",
+        // The stuck client never recovers: named whatever the window.
+        "--stuck-for",
+        "1h",
     ]);
     assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
     let offline: Report = serde_json::from_str(&stdout).unwrap();
@@ -326,7 +329,7 @@ async fn every_journal_check_is_named_alike_by_kmock_check_and_post_check() {
         &format!("{}/check", api.url()),
         Some((
             "application/json",
-            r#"{"max_in_flight": 2, "stuck_after": 1}"#,
+            r#"{"max_in_flight": 2, "stuck_after": 1, "stuck_for": "1h"}"#,
         )),
     );
     let over_http: Report = serde_json::from_value(answer.expect(200)).unwrap();

@@ -1,9 +1,12 @@
 //! `stuck-client` over real sockets: a client sending a request again after an error whose
 //! recovery step Kafka's protocol defines, without taking it, is named once it has done so
 //! more than `stuck_after` times; taking the step before each retry, on any connection of the
-//! same client id, is not; a reconnect does not reset the count.
+//! same client id, is not; nor is a client that takes it late but within `stuck_for` of the
+//! error; a reconnect does not reset the count.
 
 mod common;
+
+use std::time::Duration;
 
 use common::{commit_request, idempotent_produce};
 use kafka_protocol::messages::{FindCoordinatorRequest, InitProducerIdRequest};
@@ -86,6 +89,40 @@ async fn a_commit_refused_not_coordinator_and_sent_again_without_find_coordinato
     // The limit is an option: RETRIES retries are within a limit of RETRIES.
     cluster
         .check(&Checks::default().stuck_after(RETRIES))
+        .assert_clean();
+}
+
+#[tokio::test]
+async fn a_client_that_takes_the_step_late_but_soon_is_not_stuck_unless_the_window_is_shorter() {
+    let cluster = moved_coordinator().await;
+    let client = connect(&cluster, "app").await;
+    for offset in 0..=RETRIES as i64 {
+        refused_commit(&client, offset).await;
+    }
+    find_coordinator(&client).await;
+    let entries = cluster.journal();
+    let commits = entries.offset_commits();
+    let answered = commits[0].entry.response.as_ref().expect("answered").at_us;
+    let lookup = entries.entries().last().expect("the FindCoordinator");
+    assert!(lookup.is("FindCoordinator"));
+    // Recovered within the default window (5 s; this run takes milliseconds): not stuck.
+    cluster.check(&Checks::default()).assert_clean();
+    // With a window the recovery missed, named with how late the step came.
+    let window = Duration::from_micros(lookup.at_us - answered);
+    let report = cluster.check(&Checks::default().stuck_for(window));
+    let found = stuck(&report);
+    assert_eq!(found.len(), 1, "{report}");
+    assert!(
+        found[0].message.ends_with(&format!(
+            "without a FindCoordinator request, the recovery step Kafka's protocol defines; it took the step only {} ms after the error",
+            window.as_millis()
+        )),
+        "{}",
+        found[0].message
+    );
+    // Just past the recovery: clean.
+    cluster
+        .check(&Checks::default().stuck_for(window + Duration::from_micros(1)))
         .assert_clean();
 }
 
@@ -226,21 +263,45 @@ async fn a_batch_refused_out_of_order_is_stuck_until_a_new_epoch() {
             .await;
         assert_eq!(code(refused.unwrap()), 45);
     }
-    let report = cluster.check(&Checks::only(["stuck-client"]).unwrap().stuck_after(1));
+    // The step came at once: named only when any recovery counts as late.
+    let late = Checks::only(["stuck-client"])
+        .unwrap()
+        .stuck_after(1)
+        .stuck_for(Duration::ZERO);
+    let report = cluster.check(&late);
     assert_eq!(
         stuck(&report).len(),
         1,
         "only the count before the step:\n{report}"
     );
+    assert!(
+        stuck(&report)[0]
+            .message
+            .contains("; it took the step only "),
+        "{report}"
+    );
 }
 
 #[test]
 fn a_scenario_sets_the_limit_beside_its_checks() {
-    let scenario = kmock::Scenario::parse("checks: [stuck-client]\nstuck_after: 3\n").unwrap();
+    let scenario =
+        kmock::Scenario::parse("checks: [stuck-client]\nstuck_after: 3\nstuck_for: 250ms\n")
+            .unwrap();
     let checks = scenario.checks().unwrap().expect("checks named");
-    assert_eq!((checks.runs("stuck-client"), checks.stuck_after), (true, 3));
+    assert_eq!(
+        (
+            checks.runs("stuck-client"),
+            checks.stuck_after,
+            checks.stuck_for
+        ),
+        (true, 3, Duration::from_millis(250))
+    );
     let default = kmock::Scenario::parse("checks: [all]\n").unwrap();
-    assert_eq!(default.checks().unwrap().unwrap().stuck_after, 10);
+    let default = default.checks().unwrap().unwrap();
+    assert_eq!(
+        (default.stuck_after, default.stuck_for),
+        (10, Duration::from_secs(5))
+    );
 }
 
 #[tokio::test]

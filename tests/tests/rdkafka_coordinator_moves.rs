@@ -96,19 +96,37 @@ fn expected_while_flapping(e: &KafkaError) -> bool {
 }
 
 /// The coordinator changes of `group` journaled in `entries`: each operation that moved its
-/// `__consumer_offsets` partition, as `(seq, from, to, new leader epoch)`, in order.
-fn coordinator_changes(entries: &[Entry], group: &str) -> Vec<(u64, i32, i32, i32)> {
+/// `__consumer_offsets` partition, in order.
+fn coordinator_changes(entries: &[Entry], group: &str) -> Vec<Change> {
     let partition = offsets_partition(group);
     entries
         .iter()
-        .filter_map(|e| Some((e.seq, e.operation.as_ref()?)))
-        .flat_map(|(seq, op)| {
+        .filter_map(|e| Some((e, e.operation.as_ref()?)))
+        .flat_map(|(e, op)| {
             op.leader_changes()
                 .iter()
                 .filter(|c| c.topic == CONSUMER_OFFSETS && c.partition == partition)
-                .map(move |c| (seq, c.from, c.to, c.leader_epoch))
+                .map(move |c| Change {
+                    seq: e.seq,
+                    at_us: e.at_us,
+                    from: c.from,
+                    to: c.to,
+                    leader_epoch: c.leader_epoch,
+                })
         })
         .collect()
+}
+
+/// A move of a group's coordinator, from its journaled operation.
+#[derive(Debug, Clone, Copy)]
+struct Change {
+    /// The operation's seq and time (µs since the cluster started): journaled under the state
+    /// lock with the change itself, so a request handled after the change is answered later.
+    seq: u64,
+    at_us: u64,
+    from: i32,
+    to: i32,
+    leader_epoch: i32,
 }
 
 /// Asserts from the journal that `group` followed each of its coordinator changes (at least
@@ -116,7 +134,9 @@ fn coordinator_changes(entries: &[Entry], group: &str) -> Vec<(u64, i32, i32, i3
 /// epoch of the group's `__consumer_offsets` partition (from 0, a new partition's, as in Kafka);
 /// from one change to the next, every group request answered without error arrived at the
 /// coordinator of that span (those reaching the old one were refused, or never arrived because
-/// its connections were cut), and the group was answered by the new coordinator.
+/// its connections were cut), or at the coordinator of a later span that began before its
+/// answer (a request is judged when it is handled, which may follow a change that came after
+/// its arrival, as in Kafka), and the group was answered by the new coordinator.
 fn assert_group_followed_its_coordinator(
     journal: &JournalSnapshot,
     group: &str,
@@ -139,13 +159,20 @@ fn assert_group_followed_its_coordinator(
         context()
     );
     ensure!(
-        changes[0].1 == first_coordinator,
+        changes[0].from == first_coordinator,
         "the first change of {group:?}'s coordinator, {:?}, is not from broker \
          {first_coordinator}, its coordinator before it",
         changes[0]
     );
     let mut epoch = 0;
-    for (i, &(seq, from, to, new_epoch)) in changes.iter().enumerate() {
+    for (i, change) in changes.iter().enumerate() {
+        let Change {
+            seq,
+            from,
+            to,
+            leader_epoch: new_epoch,
+            ..
+        } = *change;
         ensure!(
             new_epoch > epoch && to > 0 && to != from,
             "operation seq {seq} moved {group:?}'s coordinator {from} -> {to} at epoch \
@@ -153,7 +180,7 @@ fn assert_group_followed_its_coordinator(
              was expected"
         );
         epoch = new_epoch;
-        let until = changes.get(i + 1).map_or(u64::MAX, |c| c.0);
+        let until = changes.get(i + 1).map_or(u64::MAX, |c| c.seq);
         let answered: Vec<&Entry> = entries
             .iter()
             .filter(|e| e.seq > seq && e.seq < until && of_group(e, group) && answered_ok(e))
@@ -161,7 +188,7 @@ fn assert_group_followed_its_coordinator(
         let elsewhere: Vec<&Entry> = answered
             .iter()
             .copied()
-            .filter(|e| e.broker != to)
+            .filter(|e| e.broker != to && !handled_after_a_move_to_it(e, &changes[i + 1..]))
             .collect();
         ensure!(
             elsewhere.is_empty(),
@@ -178,6 +205,17 @@ fn assert_group_followed_its_coordinator(
         );
     }
     Ok(())
+}
+
+/// Whether `e` was answered after one of `later` changes moved the coordinator to its broker.
+fn handled_after_a_move_to_it(e: &Entry, later: &[Change]) -> bool {
+    let Some(answer) = &e.response else {
+        return false;
+    };
+    later
+        .iter()
+        .take_while(|c| c.at_us <= answer.at_us)
+        .any(|c| c.to == e.broker)
 }
 
 /// Runs every check and fails on any violation but one librdkafka itself causes: librdkafka

@@ -50,6 +50,11 @@ struct Check {
     /// `stuck-client` names it.
     #[arg(long, value_name = "N", default_value_t = kmock::check::DEFAULT_STUCK_AFTER)]
     stuck_after: usize,
+    /// How soon after the error a client past --stuck-after retries must have recovered (taken
+    /// the step, or been answered without error) not to be named, as `5s` or `500ms`; a client
+    /// that never recovers is named whatever this is.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    stuck_for: std::time::Duration,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -262,13 +267,13 @@ fn check(args: &Check) -> i32 {
     };
     let checks = match checks {
         Ok(checks) => {
-            let checks =
-                checks
-                    .stuck_after(args.stuck_after)
-                    .commit_scope(match args.commit_scope {
-                        Scope::Member => kmock::check::CommitScope::Member,
-                        Scope::Group => kmock::check::CommitScope::Group,
-                    });
+            let checks = checks
+                .stuck_after(args.stuck_after)
+                .stuck_for(args.stuck_for)
+                .commit_scope(match args.commit_scope {
+                    Scope::Member => kmock::check::CommitScope::Member,
+                    Scope::Group => kmock::check::CommitScope::Group,
+                });
             match args.max_in_flight {
                 Some(limit) => checks.max_in_flight(limit),
                 None => checks,

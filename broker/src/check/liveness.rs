@@ -21,8 +21,14 @@
 //! pipelined behind the failed one, sent before its answer, is not a retry; a step closes the
 //! count, so a correct client retrying with backoff against a coordinator that is really away
 //! (FindCoordinator, commit, FindCoordinator, commit, …) never adds up. An answer without error
-//! for the thing retried closes it too. More than [`Checks::stuck_after`] such retries is a
-//! violation, named by the first failed request, the count and the step never taken. A member
+//! for the thing retried closes it too. A count is a violation when it passed
+//! [`Checks::stuck_after`] retries and the client had not recovered (taken the step, or had the
+//! answer without error) within [`Checks::stuck_for`] of the error, or never did: a client that
+//! recovers late but quickly is not stuck (librdkafka answers a commit refused
+//! UNKNOWN_MEMBER_ID by revoking its partitions first, through the application's poll, and only
+//! then rejoins; its application may commit a hundred times meanwhile, all refused, within a
+//! fraction of a second). The violation names the first failed request, the count, and the
+//! step never taken (or how late it came). A member
 //! that sent the request answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION while rejoining (from
 //! its JoinGroup until the answer to the SyncGroup after it) had taken the step already: no
 //! count (librdkafka's cooperative-sticky members commit at their old generation until their
@@ -208,6 +214,27 @@ struct Stuck<'a> {
     last: Option<&'a Entry>,
 }
 
+/// How a count ended.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    /// The client took the step, at this time (µs since the cluster started).
+    Step(u64),
+    /// The thing retried was answered without error, at this time.
+    Answered(u64),
+    /// The journal ended first.
+    Never,
+}
+
+impl End {
+    /// How long after `known_at` the client recovered; `None` if it never did.
+    fn after(self, known_at: u64) -> Option<u64> {
+        match self {
+            Self::Step(at) | Self::Answered(at) => Some(at.saturating_sub(known_at)),
+            Self::Never => None,
+        }
+    }
+}
+
 /// The client a request came from: its client id, or its connection without one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Client<'a> {
@@ -248,9 +275,11 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     let mut rejoining_until: HashMap<Client<'_>, u64> = HashMap::new();
     let mut found = Vec::new();
     let limit = checks.stuck_after;
-    let mut close = |key: &Key<'_>, stuck: Stuck<'_>| {
-        if stuck.retries > limit {
-            found.push(verdict(key, &stuck));
+    let within_us = u64::try_from(checks.stuck_for.as_micros()).unwrap_or(u64::MAX);
+    let mut close = |key: &Key<'_>, stuck: Stuck<'_>, end: End| {
+        let late = end.after(stuck.known_at).is_none_or(|us| us >= within_us);
+        if stuck.retries > limit && late {
+            found.push(verdict(key, &stuck, end));
         }
     };
     for entry in entries {
@@ -278,7 +307,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 keys.retain(|key| match open.get(key) {
                     Some(stuck) if stuck.step == step => {
                         let stuck = open.remove(key).expect("just found");
-                        close(key, stuck);
+                        close(key, stuck, End::Step(entry.at_us));
                         false
                     }
                     Some(_) => true,
@@ -295,7 +324,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     stuck.last = Some(entry);
                     if outcome == Some(0) {
                         let stuck = open.remove(&key).expect("just found");
-                        close(&key, stuck);
+                        close(&key, stuck, End::Answered(entry.at_us));
                     }
                 }
                 continue;
@@ -338,24 +367,33 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     let mut left: Vec<(Key<'_>, Stuck<'_>)> = open.into_iter().collect();
     left.sort_by_key(|(_, s)| s.first.seq);
     for (key, stuck) in left {
-        close(&key, stuck);
+        close(&key, stuck, End::Never);
     }
     // Arrival order of the first failed request; its partitions by name.
     found.sort_by(|a, b| (a.entries[0].seq, &a.key).cmp(&(b.entries[0].seq, &b.key)));
     found
 }
 
-/// The violation of one count past the limit.
-fn verdict((client, api, target): &Key<'_>, stuck: &Stuck<'_>) -> Violation {
+/// The violation of one count past the limits.
+fn verdict((client, api, target): &Key<'_>, stuck: &Stuck<'_>, end: End) -> Violation {
     let first = stuck.first;
     let last = stuck.last.unwrap_or(first);
+    let ms = |at: u64| at.saturating_sub(stuck.known_at) / 1000;
+    let recovered = match end {
+        End::Never => String::new(),
+        End::Step(at) => format!("; it took the step only {} ms after the error", ms(at)),
+        End::Answered(at) => format!(
+            "; it was answered without error {} ms after the error, still without the step",
+            ms(at)
+        ),
+    };
     Violation {
         kind: "stuck-client".into(),
         severity: Severity::Violation,
         key: format!("{client} {api} {target}"),
         entries: vec![EntryRef::from(first), EntryRef::from(last)],
         message: format!(
-            "{api} seq {} (conn {}, broker {}) from {client} for {target} was answered {}; the client sent it {} more times (the last seq {}, conn {}) without {}, the recovery step Kafka's protocol defines",
+            "{api} seq {} (conn {}, broker {}) from {client} for {target} was answered {}; the client sent it {} more times (the last seq {}, conn {}) without {}, the recovery step Kafka's protocol defines{recovered}",
             first.seq,
             first.conn,
             first.broker,

@@ -27,6 +27,7 @@ pub mod written;
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,11 @@ pub struct Checks {
     /// Retries a client may send after an error without taking the recovery step Kafka's
     /// protocol defines for it (`stuck-client`). Default [`DEFAULT_STUCK_AFTER`].
     pub stuck_after: usize,
+    /// How soon after the error a client past [`Checks::stuck_after`] retries must have
+    /// recovered (taken the step, or been answered without error) not to be named by
+    /// `stuck-client`; a client that never recovers is named whatever this is. Default
+    /// [`DEFAULT_STUCK_FOR`].
+    pub stuck_for: Duration,
 }
 
 /// Default of [`Checks::stuck_after`]: 10 retries without the step. A correct client takes
@@ -72,6 +78,12 @@ pub struct Checks {
 /// (confluentinc/librdkafka#2791) sent hundreds.
 pub const DEFAULT_STUCK_AFTER: usize = 10;
 
+/// Default of [`Checks::stuck_for`]: 5 s. librdkafka answers a commit refused
+/// UNKNOWN_MEMBER_ID by revoking its partitions through the application's poll before it
+/// rejoins, and a consumer committing per message has been seen to send 116 refused commits in
+/// the 144 ms that took; a client still retrying without the step seconds later is stuck.
+pub const DEFAULT_STUCK_FOR: Duration = Duration::from_secs(5);
+
 impl Default for Checks {
     fn default() -> Self {
         Self {
@@ -80,6 +92,7 @@ impl Default for Checks {
             allowed_regressions: Vec::new(),
             max_in_flight: None,
             stuck_after: DEFAULT_STUCK_AFTER,
+            stuck_for: DEFAULT_STUCK_FOR,
         }
     }
 }
@@ -143,6 +156,13 @@ impl Checks {
     /// Reports `stuck-client` past `retries` retries without the recovery step.
     pub fn stuck_after(mut self, retries: usize) -> Self {
         self.stuck_after = retries;
+        self
+    }
+
+    /// Reports `stuck-client` only for a client that had not recovered within `window` of the
+    /// error (`Duration::ZERO`: however soon it recovered).
+    pub fn stuck_for(mut self, window: Duration) -> Self {
+        self.stuck_for = window;
         self
     }
 

@@ -12,7 +12,7 @@ use crate::check::{CommitScope, Report};
 use crate::Checks;
 
 /// The body, all optional: `{"checks": ["offset-commit-regression"], "max_in_flight": 5,
-/// "commit_scope": "member", "stuck_after": 10}`; an empty body runs every check with the
+/// "commit_scope": "member", "stuck_after": 10, "stuck_for": "5s"}`; an empty body runs every check with the
 /// defaults.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +27,10 @@ struct Request {
     commit_scope: Option<CommitScope>,
     /// Retries without the recovery step before `stuck-client` names a client (default 10).
     stuck_after: Option<usize>,
+    /// How soon a client past `stuck_after` must have recovered not to be named, as `"5s"`
+    /// (default 5 s).
+    #[serde(default, with = "crate::scenario::humantime_serde_opt")]
+    stuck_for: Option<std::time::Duration>,
 }
 
 /// `POST /check`: the report, in the JSON of `kmock check --format json` (`checks`,
@@ -50,6 +54,9 @@ pub(crate) async fn run(
     }
     if let Some(n) = request.stuck_after {
         checks = checks.stuck_after(n);
+    }
+    if let Some(window) = request.stuck_for {
+        checks = checks.stuck_for(window);
     }
     Ok(Json(control.cluster.check(&checks)))
 }

@@ -32,6 +32,7 @@
 //!     expect: "1.."         # optional: a number or a range of firings
 //! checks: [offset-commit-regression]  # run when kmock serve stops; "all" for every check
 //! stuck_after: 10          # stuck-client: retries without the recovery step (default 10)
+//! stuck_for: 5s            # stuck-client: named only if not recovered this soon (default 5s)
 //! operations:               # cluster operations while serving (crate::schedule)
 //!   - { at: 500ms, every: 1s, broker_down: 1 }
 //!   - { at: 800ms, every: 1s, broker_up: 1 }
@@ -97,6 +98,10 @@ pub struct Scenario {
     pub checks: Vec<String>,
     /// `stuck-client`'s limit: retries without the recovery step ([`Checks::stuck_after`]).
     pub stuck_after: Option<usize>,
+    /// `stuck-client`'s window: how soon a client must recover not to be named
+    /// ([`Checks::stuck_for`]), e.g. `5s`.
+    #[serde(default, with = "humantime_serde_opt")]
+    pub stuck_for: Option<Duration>,
     /// Cluster operations to run while serving ([`crate::schedule`]).
     #[serde(default)]
     pub operations: Vec<crate::schedule::OperationSpec>,
@@ -113,7 +118,7 @@ pub struct TopicSpec {
 }
 
 /// Durations written as `40ms`, `2s`, `1m 30s`.
-mod humantime_serde_opt {
+pub(crate) mod humantime_serde_opt {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer};
@@ -234,11 +239,14 @@ impl Scenario {
         match self.checks.as_slice() {
             [] => Ok(None),
             names => {
-                let checks = Checks::named(names).map_err(Error::Config)?;
-                Ok(Some(match self.stuck_after {
-                    Some(n) => checks.stuck_after(n),
-                    None => checks,
-                }))
+                let mut checks = Checks::named(names).map_err(Error::Config)?;
+                if let Some(n) = self.stuck_after {
+                    checks = checks.stuck_after(n);
+                }
+                if let Some(window) = self.stuck_for {
+                    checks = checks.stuck_for(window);
+                }
+                Ok(Some(checks))
             }
         }
     }
