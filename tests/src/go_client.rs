@@ -5,23 +5,19 @@
 //! A version is built with the module file that pins it: `go.<version>.mod` with its
 //! `go.<version>.sum`, or `go.mod` for the version it requires (the newest). Modules come from
 //! the Go module proxy and are checked against the committed sums, so no checksum database is
-//! needed. Binaries are cached in `<target>/<profile>/go-clients/`, named by program, version
-//! and a hash of the Go sources, the module and sum files and `go version`: a test run builds
-//! only what changed, and Go's own build cache makes a rebuild take seconds.
+//! needed. Binaries are cached ([`crate::build_cache`]) in `<target>/<profile>/go-clients/`,
+//! named by program, version and a hash of the Go sources, the module and sum files and `go
+//! version`: a test run builds only what changed, and Go's own build cache makes a rebuild take
+//! seconds.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use tokio::process::Command;
 
+use crate::build_cache::{self, Build};
 pub use crate::client_program::Output;
-
-/// One build at a time in this process (tests run in parallel and may want the same binary).
-static BUILDING: Mutex<()> = Mutex::new(());
 
 /// `fixtures/clients/go`.
 fn go_dir() -> PathBuf {
@@ -41,20 +37,6 @@ fn module_file(sarama: &str) -> Result<String> {
          GOFLAGS=-mod=mod go mod tidy -modfile={pinned})"
     );
     Ok("go.mod".into())
-}
-
-/// Every `.go` file under `dir`, sorted.
-fn go_sources(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            go_sources(&path, found)?;
-        } else if path.extension().is_some_and(|e| e == "go") {
-            found.push(path);
-        }
-    }
-    found.sort();
-    Ok(())
 }
 
 /// Runs `go` with `args` in [`go_dir`]; its stdout, or an error with its stderr.
@@ -86,61 +68,28 @@ fn go(args: &[&str]) -> Result<String> {
 pub fn build(program: &str, sarama: &str) -> Result<PathBuf> {
     let modfile = module_file(sarama)?;
     let sumfile = modfile.replace(".mod", ".sum");
-    let mut hasher = DefaultHasher::new();
-    (program, sarama, go(&["version"])?).hash(&mut hasher);
-    let mut inputs = Vec::new();
-    go_sources(&go_dir(), &mut inputs)?;
+    let mut inputs = build_cache::files(&go_dir(), &|p| p.extension().is_some_and(|e| e == "go"))?;
     inputs.extend([go_dir().join(&modfile), go_dir().join(&sumfile)]);
-    for path in &inputs {
-        path.hash(&mut hasher);
-        std::fs::read(path)
-            .with_context(|| format!("reading {}", path.display()))?
-            .hash(&mut hasher);
-    }
-    // The test binary is `<target>/<profile>/deps/<name>`.
-    let exe = std::env::current_exe()?;
-    let profile_dir = exe
-        .ancestors()
-        .nth(2)
-        .context("the test binary is not under <target>/<profile>/deps")?;
-    let dir = profile_dir.join("go-clients");
-    let name = format!("{program}-{sarama}-{:016x}", hasher.finish());
-    let binary = dir.join(&name);
-
-    let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
-    if binary.exists() {
-        return Ok(binary);
-    }
-    std::fs::create_dir_all(&dir)?;
-    let partial = dir.join(format!("{name}.partial-{}", std::process::id()));
-    let started = Instant::now();
-    go(&[
-        "build",
-        "-buildvcs=false",
-        // Lets `shopify-producer` (Sarama before v1.41, as github.com/Shopify/sarama) build;
-        // the other programs have no build constraint.
-        "-tags=sarama_shopify",
-        &format!("-modfile={modfile}"),
-        "-o",
-        partial.to_str().context("a non-UTF-8 target path")?,
-        &format!("./{program}"),
-    ])?;
-    std::fs::rename(&partial, &binary)?;
-    // Older builds of this program and version are stale now.
-    let prefix = format!("{program}-{sarama}-");
-    for entry in std::fs::read_dir(&dir)?.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with(&prefix) && entry.path() != binary && !name.contains(".partial-") {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-    eprintln!(
-        "built {program} against Sarama {sarama} in {:.1?}: {}",
-        started.elapsed(),
-        binary.display()
-    );
-    Ok(binary)
+    let build = Build {
+        kind: "go-clients",
+        name: &format!("{program}-{sarama}"),
+        key: (program, sarama, go(&["version"])?),
+        inputs: &inputs,
+    };
+    build.get_or_build(|partial| {
+        go(&[
+            "build",
+            "-buildvcs=false",
+            // Lets `shopify-producer` (Sarama before v1.41, as github.com/Shopify/sarama)
+            // build; the other programs have no build constraint.
+            "-tags=sarama_shopify",
+            &format!("-modfile={modfile}"),
+            "-o",
+            partial.to_str().context("a non-UTF-8 target path")?,
+            &format!("./{program}"),
+        ])
+        .map(drop)
+    })
 }
 
 /// Runs `binary` with `args`; kills it if it runs longer than `limit`.

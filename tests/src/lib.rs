@@ -3,6 +3,7 @@
 //! produced and read back with librdkafka ([`numbered`]), a real Apache Kafka ([`real_kafka`])
 //! and the differential harness that compares kmock with it ([`conformance`]).
 
+pub mod build_cache;
 pub mod client_program;
 pub mod conformance;
 pub mod go_client;
