@@ -285,6 +285,7 @@ fn bad_requests_get_a_4xx_with_the_reason_and_change_nothing() {
         ("POST /rules", r#"{"api": "Produce", "group": "g", "silence": true}"#, 400, "the `group` matcher can never match Produce: Produce requests carry no group"),
         ("POST /rules", r#"{"api": "FindCoordinator", "partition": 0, "silence": true}"#, 400, "the `partition` matcher can never match FindCoordinator"),
         ("POST /rules", r#"{"api": "Fetch", "after": "2s", "until": "1s", "silence": true}"#, 400, "an empty window"),
+        ("POST /rules", r#"{"api": "Fetch", "first": 0, "silence": true}"#, 400, "no number (they count from 1), it would never fire"),
         ("POST /rules", "", 400, "the text is empty"),
         ("POST /rules", "[1, 2", 400, "invalid type: sequence"),
         ("DELETE /rules/99", "", 404, "no rule 99 is in force"),

@@ -302,7 +302,8 @@ impl Rule {
 
     /// Refuses a rule that could never fire: one whose matchers name a field its API's
     /// requests do not carry (or that kmock does not read from them), versions kmock does not
-    /// implement, or an empty time window.
+    /// implement, an empty time window, a count that numbers no request (`first(0)`,
+    /// `times(3..3)`) or a probability of 0.
     ///
     /// # Errors
     /// A sentence naming the matcher and the API.
@@ -323,7 +324,32 @@ impl Rule {
                 self.api
             ));
         }
-        Ok(())
+        match self.count {
+            Count::Range(start, end) if !Self::numbers_any(start, end) => Err(format!(
+                "the rule on {:?} fires on matching requests numbered {start:?} to {end:?}: \
+                 no number (they count from 1), it would never fire",
+                self.api
+            )),
+            Count::Probability(p) if p <= 0.0 => Err(format!(
+                "the rule on {:?} fires with probability {p}: it would never fire",
+                self.api
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the bounds hold any request number (1, 2, …).
+    fn numbers_any(start: Bound<u64>, end: Bound<u64>) -> bool {
+        let first = match start {
+            Bound::Included(n) => n.max(1),
+            Bound::Excluded(n) => n.saturating_add(1).max(1),
+            Bound::Unbounded => 1,
+        };
+        match end {
+            Bound::Included(n) => first <= n,
+            Bound::Excluded(n) => first < n,
+            Bound::Unbounded => start != Bound::Excluded(u64::MAX),
+        }
     }
 
     pub(super) fn matches(&self, entry: &Entry) -> bool {

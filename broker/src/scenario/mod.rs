@@ -11,7 +11,7 @@
 //! default_partitions: 1     # default 1
 //! replication_factor: 3     # replicas of new topics' partitions (default 3, or fewer brokers)
 //! journal_capacity: 1000000 # default 1,000,000 entries
-//! connections_max_idle: 10m # Kafka's connections.max.idle.ms (default 10m)
+//! connections_max_idle: 10m # Kafka's connections.max.idle.ms, or off (default 10m)
 //! max_connections: 1000     # Kafka's max.connections, per broker (default unlimited)
 //! control_token: s3cret     # kmock serve's control API requires `Authorization: Bearer s3cret`
 //! journal_max_bytes: 536870912 # estimated heap bytes kept (default 512 MiB)
@@ -78,9 +78,10 @@ pub struct Scenario {
     pub replication_factor: Option<usize>,
     /// Journal entries kept in memory.
     pub journal_capacity: Option<usize>,
-    /// Kafka's `connections.max.idle.ms`.
-    #[serde(default, with = "humantime_serde_opt")]
-    pub connections_max_idle: Option<Duration>,
+    /// Kafka's `connections.max.idle.ms`: a duration, or `off` (`Some(None)`) to keep idle
+    /// connections open however long.
+    #[serde(default, deserialize_with = "idle_or_off")]
+    pub connections_max_idle: Option<Option<Duration>>,
     /// Kafka's `max.connections`, per broker.
     pub max_connections: Option<usize>,
     /// The bearer token `kmock serve`'s control API requires.
@@ -115,6 +116,27 @@ pub struct TopicSpec {
     pub name: String,
     /// Partitions.
     pub partitions: i32,
+}
+
+/// `connections_max_idle`: a duration other than zero (which would close every connection at
+/// once), or `off`.
+fn idle_or_off<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<Duration>>, D::Error> {
+    let text = String::deserialize(d)?;
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(Some(None));
+    }
+    match humantime::parse_duration(&text) {
+        Ok(idle) if !idle.is_zero() => Ok(Some(Some(idle))),
+        Ok(_) => Err(serde::de::Error::custom(
+            "connections_max_idle of zero would close every connection at once; write `off` to \
+             keep idle connections open",
+        )),
+        Err(e) => Err(serde::de::Error::custom(format!(
+            "bad connections_max_idle {text:?} ({e}); write e.g. 10m, 30s or off"
+        ))),
+    }
 }
 
 /// Durations written as `40ms`, `2s`, `1m 30s`.
@@ -199,7 +221,7 @@ impl Scenario {
             b = b.journal_capacity(n);
         }
         if let Some(idle) = self.connections_max_idle {
-            b = b.connections_max_idle(Some(idle));
+            b = b.connections_max_idle(idle);
         }
         if let Some(max) = self.max_connections {
             b = b.max_connections(Some(max));
@@ -330,6 +352,18 @@ mod tests {
                 "api: Fetch\nafter: 2s\nuntil: 1s\nsilence: true",
                 "an empty window",
             ),
+            (
+                "api: Produce\nfirst: 0\nsilence: true",
+                "numbered Included(1) to Included(0): no number",
+            ),
+            (
+                "api: Produce\ntimes: \"3..3\"\nsilence: true",
+                "numbered Included(3) to Excluded(3): no number",
+            ),
+            (
+                "api: Produce\nprobability: 0.0\nsilence: true",
+                "probability 0: it would never fire",
+            ),
         ] {
             let err = Scenario::parse(&format!("rules:\n  - {}\n", rule.replace('\n', "\n    ")))
                 .unwrap_err();
@@ -339,6 +373,8 @@ mod tests {
             );
         }
         for possible in [
+            "api: Produce\ntimes: \"3..=3\"\nsilence: true",
+            "api: Produce\ntimes: \"3..4\"\nsilence: true",
             "api: Metadata\ntopic: t\nsilence: true",
             "api: DeleteTopics\ntopic: t\nsilence: true",
             "api: OffsetFetch\ngroup: g\nsilence: true",
@@ -350,6 +386,21 @@ mod tests {
                 panic!("{possible}: refused: {e}");
             }
         }
+    }
+
+    #[test]
+    fn connections_max_idle_is_a_duration_or_off_never_zero() {
+        let idle = |text: &str| Scenario::parse(&format!("connections_max_idle: {text}\n"));
+        assert_eq!(
+            idle("30s").unwrap().connections_max_idle,
+            Some(Some(Duration::from_secs(30)))
+        );
+        assert_eq!(idle("off").unwrap().connections_max_idle, Some(None));
+        assert_eq!(Scenario::parse("{}").unwrap().connections_max_idle, None);
+        assert!(idle("0s").unwrap_err().contains("write `off`"));
+        assert!(idle("soon")
+            .unwrap_err()
+            .contains("bad connections_max_idle"));
     }
 
     #[test]
