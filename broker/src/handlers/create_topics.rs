@@ -11,18 +11,16 @@
 //! partition and config of the topics that pass the checks) the whole request is refused
 //! with POLICY_VIOLATION, so no topic of more than 9,999 partitions can be created.
 //!
+//! A manual assignment is checked as Kafka's controller does (`ReplicationControlManager
+//! .createTopic`): each partition once, indexes 0..n, every replica list non-empty, of known
+//! brokers named once, all of the same length (INVALID_REPLICA_ASSIGNMENT). A name given twice
+//! is answered once, INVALID_REQUEST (`ControllerApis.createTopics`).
+//!
 //! Deviations from Apache Kafka: a manual replica assignment sets the partition count
 //! and the replication factor (that of its first partition), but replicas are placed
 //! round-robin as for a count; the cluster's default replication factor is 3 or the broker count
 //! if smaller (Kafka's `default.replication.factor` is 1), so that a broker going down fails over.
-//!
-//! A manual assignment is checked as Kafka's controller does: each partition once, indexes
-//! 0..n, every replica list non-empty, of known brokers named once, all of the same length
-//! (INVALID_REPLICA_ASSIGNMENT). A name given twice is answered once, INVALID_REQUEST.
-//!
-//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): `message.timestamp.before.max.ms` and
-//! `after.max.ms` are unknown configs (INVALID_CONFIG) (`create_topics_configs`).
+//! Every `create_topics_*` conformance case answers as Kafka 4.4.0 does.
 
 use std::collections::BTreeMap;
 
