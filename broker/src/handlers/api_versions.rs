@@ -1,21 +1,21 @@
 //! ApiVersions (API key 18), versions 0–4.
 //!
 //! Answers from [`super::REGISTRY`]. A version kmock cannot parse gets the v0 answer with
-//! UNSUPPORTED_VERSION (see [`crate::codec`]), as Kafka's `ApiVersionsRequest` handling does.
+//! UNSUPPORTED_VERSION listing ApiVersions alone (see [`crate::codec`]), as Kafka's
+//! `ApiVersionsRequest` handling does (KIP-511).
 //! From v3, a client software name or version that is not `[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?`
 //! gets INVALID_REQUEST with no API list, as Kafka's `ApiVersionsRequest.isValid`.
 //!
 //! Deviations from Apache Kafka: no supported or finalized features are advertised.
 //!
 //! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): ApiVersions v127 gets UNSUPPORTED_VERSION with every API
-//! listed, where Kafka lists only ApiVersions and its range (KIP-511)
-//! (`api_versions_unsupported_version`); Produce is advertised from v3, where Kafka 4.4 advertises
+//! recordings in `fixtures/conformance/`): ApiVersions itself stops at v4, the codec's highest,
+//! where Kafka 4.4 serves v5 (`api_versions_unsupported_version`); Produce is advertised from v3, where Kafka 4.4 advertises
 //! v0 and closes the connection of a v0–v2 request; ListOffsets, OffsetCommit, OffsetFetch,
 //! ApiVersions and DeleteGroups stop one version below Kafka 4.4 (`api_versions_implemented_apis`).
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, ResponseKind};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, ResponseKind};
 use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
@@ -43,12 +43,18 @@ fn is_valid_software_field(s: &str) -> bool {
         && s.chars().all(|c| alphanumeric(c) || c == '.' || c == '-')
 }
 
-/// The v0 answer to an ApiVersions request at a version kmock cannot parse.
+/// The v0 answer to an ApiVersions request at a version kmock cannot parse: UNSUPPORTED_VERSION
+/// listing ApiVersions alone with its range, so that the client retries at a version both
+/// know (KIP-511, Kafka's `ApiVersionsResponse.unsupportedVersionResponse`).
 pub fn unsupported_version_answer() -> ResponseKind {
+    let own = api_keys()
+        .into_iter()
+        .filter(|k| k.api_key == ApiKey::ApiVersions as i16)
+        .collect();
     ResponseKind::ApiVersions(
         ApiVersionsResponse::default()
             .with_error_code(ResponseError::UnsupportedVersion.code())
-            .with_api_keys(api_keys()),
+            .with_api_keys(own),
     )
 }
 

@@ -2,7 +2,10 @@
 //!
 //! Grows a topic to `count` partitions; new partitions' leaders continue the round-robin.
 //! A count not above the current one gets INVALID_PARTITIONS, an unknown topic
-//! UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST; `validate_only` checks only.
+//! UNKNOWN_TOPIC_OR_PARTITION, a topic named twice one INVALID_REQUEST answer; a manual
+//! assignment of the wrong length, or whose replica list is empty, names an unknown broker or
+//! one broker twice, or differs from the topic's replication factor, INVALID_REPLICA_ASSIGNMENT
+//! (Kafka's `ReplicationControlManager.createPartitions`); `validate_only` checks only.
 //!
 //! One request is one operation of Kafka's KRaft controller
 //! (`ReplicationControlManager.createPartitions`), bounded by `QuorumController
@@ -15,11 +18,6 @@
 //!
 //! Deviations from Apache Kafka: a manual assignment is checked for its length and broker ids
 //! but leaders stay round-robin.
-//!
-//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): a new partition's replica list naming a broker twice is
-//! accepted (Kafka: INVALID_REPLICA_ASSIGNMENT); a topic given twice is answered twice, where Kafka
-//! answers it once (`create_partitions_*` cases).
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
@@ -27,7 +25,7 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{named_twice, Ctx};
-use crate::state::{too_many_records, MAX_RECORDS_PER_USER_OP};
+use crate::state::{check_manual_assignment, too_many_records, MAX_RECORDS_PER_USER_OP};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = CreatePartitionsRequest::VERSIONS;
@@ -35,10 +33,13 @@ pub const VERSIONS: VersionRange = CreatePartitionsRequest::VERSIONS;
 /// Grows each topic.
 pub fn handle(
     ctx: &Ctx<'_>,
-    request: CreatePartitionsRequest,
+    mut request: CreatePartitionsRequest,
     _version: i16,
 ) -> CreatePartitionsResponse {
     let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
+    // A topic given twice is answered once (Kafka's `ControllerApis.createPartitions`).
+    let mut seen = std::collections::HashSet::new();
+    request.topics.retain(|t| seen.insert(t.name.0.clone()));
     let sent_to_controller = request
         .topics
         .iter()
@@ -61,29 +62,31 @@ pub fn handle(
     }
     let mut records = 0usize;
     let mut state = ctx.shared.state();
-    let nodes = state.nodes.clone();
     let live = state.live_nodes();
+    // The assignment checks read the brokers while the topics are borrowed mutably.
+    let (nodes, down) = (state.nodes.clone(), state.down.clone());
     let results = request
         .topics
         .into_iter()
         .map(|t| {
             let name = t.name.0.as_str();
             let outcome = if duplicates.contains(name) {
-                Err((ResponseError::InvalidRequest, "topic named twice in one request".to_owned()))
+                Err((ResponseError::InvalidRequest, "Duplicate topic name.".to_owned()))
             } else {
                 match state.topics.get_mut(name) {
                     None => Err((ResponseError::UnknownTopicOrPartition, format!("topic {name:?} does not exist"))),
                     Some(topic) => {
                         let current = topic.partitions.len() as i32;
                         let new = i64::from(t.count) - i64::from(current);
+                        let rf = topic.replication_factor;
                         let bad_assignment = t.assignments.as_ref().and_then(|a| {
                             if a.len() as i64 != new {
                                 return Some(format!("{} assignments given for {new} new partitions", a.len()));
                             }
-                            a.iter()
-                                .flat_map(|x| &x.broker_ids)
-                                .find(|b| !nodes.contains(&b.0))
-                                .map(|b| format!("unknown broker {} in assignment", b.0))
+                            a.iter().find_map(|x| {
+                                let replicas: Vec<i32> = x.broker_ids.iter().map(|b| b.0).collect();
+                                check_manual_assignment(&nodes, &down, &replicas, Some(rf)).err().map(|e| e.message)
+                            })
                         });
                         if new <= 0 {
                             Err((

@@ -11,18 +11,16 @@
 //! partition and config of the topics that pass the checks) the whole request is refused
 //! with POLICY_VIOLATION, so no topic of more than 9,999 partitions can be created.
 //!
+//! A manual assignment is checked as Kafka's controller does (`ReplicationControlManager
+//! .createTopic`): each partition once, indexes 0..n, every replica list non-empty, of known
+//! brokers named once, all of the same length (INVALID_REPLICA_ASSIGNMENT). A name given twice
+//! is answered once, INVALID_REQUEST (`ControllerApis.createTopics`).
+//!
 //! Deviations from Apache Kafka: a manual replica assignment sets the partition count
 //! and the replication factor (that of its first partition), but replicas are placed
 //! round-robin as for a count; the cluster's default replication factor is 3 or the broker count
 //! if smaller (Kafka's `default.replication.factor` is 1), so that a broker going down fails over.
-//!
-//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): a replica list naming a broker twice or none gets
-//! INVALID_REPLICATION_FACTOR, where Kafka answers INVALID_REPLICA_ASSIGNMENT; partition indexes
-//! that are not 0..n are accepted (Kafka: INVALID_REPLICA_ASSIGNMENT); a name given twice is
-//! answered twice, where Kafka answers it once; `message.timestamp.before.max.ms` and
-//! `after.max.ms` are unknown configs (INVALID_CONFIG); `__consumer_offsets` is created as an
-//! ordinary topic (`create_topics_*` cases).
+//! Every `create_topics_*` conformance case answers as Kafka 4.4.0 does.
 
 use std::collections::BTreeMap;
 
@@ -37,7 +35,8 @@ use kafka_protocol::ResponseError;
 use super::{named_twice, str_bytes, Ctx};
 use crate::state::topics::TOPIC_CONFIG_DEFAULTS;
 use crate::state::{
-    creation_records, too_many_records, ClusterState, CreateTopicError, MAX_RECORDS_PER_USER_OP,
+    check_manual_assignment, creation_records, too_many_records, ClusterState, CreateTopicError,
+    MAX_RECORDS_PER_USER_OP,
 };
 
 /// Versions implemented.
@@ -55,8 +54,15 @@ pub const SOURCE_TOPIC: i8 = 1;
 /// whose overflow `EventHandlerExceptionInfo` turns into POLICY_VIOLATION, and
 /// `CreateTopicsRequest.getErrorResponse` gives that error to every topic), `validate_only` or
 /// not.
-pub fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
+pub fn handle(
+    ctx: &Ctx<'_>,
+    mut request: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
     let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
+    // A name given twice is answered once (Kafka's `ControllerApis.createTopics`).
+    let mut seen = std::collections::HashSet::new();
+    request.topics.retain(|t| seen.insert(t.name.0.clone()));
     let mut state = ctx.shared.state();
     let plans: Vec<Result<Plan, CreateTopicError>> = request
         .topics
@@ -65,7 +71,7 @@ pub fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest, version: i16) -> Crea
             if duplicates.contains(t.name.0.as_str()) {
                 return Err(CreateTopicError {
                     error: ResponseError::InvalidRequest,
-                    message: "topic named twice in one request".into(),
+                    message: "Duplicate topic name.".into(),
                 });
             }
             plan(ctx, &state, t)
@@ -142,20 +148,29 @@ fn plan(ctx: &Ctx<'_>, state: &ClusterState, t: &CreatableTopic) -> Result<Plan,
                 .into(),
         );
     }
+    // Kafka's `ReplicationControlManager.createTopic`: each partition once, each replica list
+    // valid and as long as the first, the indexes 0..n.
+    let mut indexes = std::collections::BTreeSet::new();
+    let mut first_length = None;
     for a in &t.assignments {
-        if let Some(b) = a
-            .broker_ids
-            .iter()
-            .find(|b| !ctx.shared.brokers.iter().any(|x| x.node_id == b.0))
-        {
+        if !indexes.insert(a.partition_index) {
             return fail(
                 ResponseError::InvalidReplicaAssignment,
                 format!(
-                    "partition {} is assigned to unknown broker {}",
-                    a.partition_index, b.0
+                    "Found multiple manual partition assignments for partition {}",
+                    a.partition_index
                 ),
             );
         }
+        let replicas: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+        check_manual_assignment(&state.nodes, &state.down, &replicas, first_length)?;
+        first_length = Some(replicas.len());
+    }
+    if !indexes.iter().copied().eq(0..indexes.len() as i32) {
+        return fail(
+            ResponseError::InvalidReplicaAssignment,
+            "partitions should be a consecutive 0-based integer sequence".into(),
+        );
     }
     let partitions = match (t.assignments.len(), t.num_partitions) {
         (0, -1) => ctx.shared.config.default_partitions,

@@ -2,8 +2,9 @@
 //!
 //! Deletes topics by name (v1–5 `topic_names`, v6 `topics` by name or id) with their logs.
 //! Committed offsets of a deleted topic are forgotten, as Kafka's group coordinator does. A
-//! deleted name can be created again and gets a new topic id. A name given twice gets
-//! INVALID_REQUEST and is not deleted (Kafka's `ControllerApis.deleteTopics`).
+//! deleted name can be created again and gets a new topic id. As Kafka's
+//! `ControllerApis.deleteTopics`: a name (or an id) given twice gets one INVALID_REQUEST answer
+//! and is not deleted; an entry naming both a name and an id, or neither, gets INVALID_REQUEST.
 //!
 //! One request is one operation of Kafka's KRaft controller (`ReplicationControlManager
 //! .deleteTopics`), bounded by `QuorumController.MAX_RECORDS_PER_USER_OP`: one record per
@@ -13,11 +14,6 @@
 //! Deviations from Apache Kafka: deletion is immediate, where Kafka deletes asynchronously;
 //! past the bound kmock keeps the topics that come last in the request, where Kafka's
 //! `ControllerApis` hands the controller the topic ids in hash order.
-//!
-//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): an entry naming both a name and an id deletes the topic,
-//! where Kafka answers INVALID_REQUEST; an entry with neither is UNKNOWN_TOPIC_ID, where Kafka
-//! answers INVALID_REQUEST (`delete_topics_*` cases).
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
@@ -46,23 +42,62 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
             .map(|n| (Some(n), Uuid::nil()))
             .collect()
     };
-    let twice = named_twice(
+    // Kafka's `ControllerApis.deleteTopics`: an entry with neither a name nor an id, or with
+    // both, is refused on its own; a name (or an id) given twice is refused once and not
+    // deleted.
+    let twice_named = named_twice(
         targets
             .iter()
+            .filter(|(n, id)| n.is_some() && id.is_nil())
             .filter_map(|(n, _)| n.as_ref())
             .map(|n| n.0.as_str()),
     );
+    let mut id_counts = std::collections::HashMap::<Uuid, usize>::new();
+    for (_, id) in targets.iter().filter(|(n, id)| n.is_none() && !id.is_nil()) {
+        *id_counts.entry(*id).or_default() += 1;
+    }
+    let mut answered_twice = std::collections::HashSet::new();
     let mut state = ctx.shared.state();
     let mut records = 0usize;
     let responses = targets
         .into_iter()
-        .map(|(name, id)| {
-            if name.as_ref().is_some_and(|n| twice.contains(n.0.as_str())) {
-                return DeletableTopicResult::default()
-                    .with_name(name)
-                    .with_topic_id(id)
-                    .with_error_code(ResponseError::InvalidRequest.code())
-                    .with_error_message(Some(StrBytes::from_static_str("Duplicate topic name.")));
+        .filter_map(|(name, id)| {
+            let refused = |name, id, message: &'static str| {
+                Some(
+                    DeletableTopicResult::default()
+                        .with_name(name)
+                        .with_topic_id(id)
+                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_message(Some(StrBytes::from_static_str(message))),
+                )
+            };
+            match &name {
+                None if id.is_nil() => {
+                    return refused(None, id, "Neither topic name nor id were specified.")
+                }
+                Some(_) if !id.is_nil() => {
+                    return refused(
+                        name,
+                        id,
+                        "You may not specify both topic name and topic id.",
+                    )
+                }
+                Some(n) if twice_named.contains(n.0.as_str()) => {
+                    // Answered once, at the name's first entry.
+                    return if answered_twice.insert(n.0.to_string()) {
+                        refused(name, id, "Duplicate topic name.")
+                    } else {
+                        None
+                    };
+                }
+                None if id_counts.get(&id).is_some_and(|c| *c > 1) => {
+                    return if answered_twice.insert(id.to_string()) {
+                        refused(None, id, "Duplicate topic id.")
+                    } else {
+                        None
+                    };
+                }
+                _ => {}
             }
             let found = match &name {
                 Some(n) => state
@@ -71,7 +106,7 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
                     .map(|t| (t.name.clone(), t.id)),
                 None => state.topic_by_id(id).map(|t| (t.name.clone(), t.id)),
             };
-            match found {
+            Some(match found {
                 Some((found_name, found_id)) if records == MAX_RECORDS_PER_USER_OP => {
                     DeletableTopicResult::default()
                         .with_name(Some(topic_name(&found_name)))
@@ -99,7 +134,7 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
                         .with_error_code(error.code())
                         .with_error_message(Some(StrBytes::from_string(error.to_string())))
                 }
-            }
+            })
         })
         .collect();
     DeleteTopicsResponse::default().with_responses(responses)

@@ -3,7 +3,8 @@
 //! As Kafka's `GroupCoordinator.handleHeartbeat`: keeps the member's session alive; answers
 //! REBALANCE_IN_PROGRESS while the group waits for members to rejoin, and UNKNOWN_MEMBER_ID,
 //! FENCED_INSTANCE_ID or ILLEGAL_GENERATION to a member that is not current. NOT_COORDINATOR on
-//! any broker but the group's coordinator.
+//! any broker but the group's coordinator; INVALID_GROUP_ID for an empty group id, before
+//! anything else (`GroupCoordinatorService.heartbeat`).
 //!
 //! Deviations from Apache Kafka: none known.
 
@@ -19,6 +20,10 @@ pub const VERSIONS: VersionRange = HeartbeatRequest::VERSIONS;
 /// Records the heartbeat.
 pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> HeartbeatResponse {
     let group_id = request.group_id.0.as_str();
+    // `GroupCoordinatorService.heartbeat`: an empty group id before anything else.
+    if group_id.is_empty() {
+        return HeartbeatResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
+    }
     let mut state = ctx.shared.state();
     let result = if ctx.coordinates_group(&state, group_id) {
         state.groups.heartbeat(

@@ -2,7 +2,8 @@
 //!
 //! Without a transactional id: a fresh producer id with epoch 0 on every call, as Kafka's
 //! `TransactionCoordinator.handleInitProducerId` (a KIP-360 bump request from an idempotent
-//! producer gets a fresh id too). An empty transactional id is INVALID_REQUEST. With a
+//! producer gets a fresh id too). A producer id without an epoch, or an epoch without a
+//! producer id, is INVALID_REQUEST, as is an empty transactional id. With a
 //! transactional id: a transaction timeout outside 1..=900000 ms gets
 //! INVALID_TRANSACTION_TIMEOUT, then a broker other than the transaction coordinator answers
 //! NOT_COORDINATOR (Kafka's order); the first call allocates an id, later calls
@@ -38,6 +39,11 @@ pub fn handle(
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
     };
+    // `KafkaApis.handleInitProducerIdRequest`: a producer id without an epoch, or an epoch
+    // without a producer id, before anything else.
+    if (request.producer_id.0 == -1) != (request.producer_epoch == -1) {
+        return fail(ResponseError::InvalidRequest);
+    }
     let mut state = ctx.shared.state();
     let allocated = match request.transactional_id {
         None => state.producers.allocate(),

@@ -1,7 +1,8 @@
 //! LeaveGroup (API key 13), versions 0–5.
 //!
 //! One member (v0–2) or a batch (v3+, KIP-345, by member id or group instance id) leaves; the
-//! group rebalances, or becomes Empty. NOT_COORDINATOR on any broker but the group's
+//! group rebalances, or becomes Empty. An empty group id is INVALID_GROUP_ID with no member
+//! answered (`GroupCoordinatorService.leaveGroup`). NOT_COORDINATOR on any broker but the group's
 //! coordinator.
 //!
 //! Deviations from Apache Kafka: none known.
@@ -33,6 +34,10 @@ pub fn handle(ctx: &Ctx<'_>, request: LeaveGroupRequest, version: i16) -> LeaveG
     } else {
         vec![(request.member_id.as_str().to_owned(), None)]
     };
+    // `GroupCoordinatorService.leaveGroup`: an empty group id, no member answered.
+    if group_id.is_empty() {
+        return LeaveGroupResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
+    }
     let mut state = ctx.shared.state();
     if !ctx.coordinates_group(&state, group_id) {
         return LeaveGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());

@@ -7,13 +7,13 @@
 //! timestamp is at least it (-1 offset when none is). Partition leader and
 //! `current_leader_epoch` are checked as for Fetch.
 //!
-//! Deviations from Apache Kafka: those below.
+//! As Kafka's `ReplicaManager.fetchOffset`: a partition named twice is answered once with
+//! INVALID_REQUEST; a special timestamp below the version that brought it (-3 v7, -4 v8, -5 v9,
+//! -6 v11) or one Kafka does not know (-7 and below) gets UNSUPPORTED_VERSION.
 //!
-//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): a partition named twice is answered per entry, where
-//! Kafka answers it once with INVALID_REQUEST; the special timestamps -3, -4, -5 and -6 are
-//! accepted below the version that brought each (v7, v8, v9, v11), and -6/-7 at v10 are read as
-//! timestamps, where Kafka answers UNSUPPORTED_VERSION (`list_offsets_*` cases).
+//! Deviations from Apache Kafka: none known (`list_offsets_*` conformance cases).
+
+use std::collections::HashSet;
 
 use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{
@@ -35,38 +35,86 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
+/// KIP-1023's earliest pending upload, from v11 (above what kmock serves).
+const EARLIEST_PENDING_UPLOAD: i64 = -6;
 
-/// Looks up each partition's offset for the timestamp asked.
+/// Looks up each partition's offset for the timestamp asked, as Kafka's
+/// `ReplicaManager.fetchOffset`: a partition named more than once (in one topic entry or two) is
+/// answered once, INVALID_REQUEST, before anything else is checked; a special timestamp the
+/// request's version does not have is answered UNSUPPORTED_VERSION; the answers are grouped by
+/// topic.
 pub fn handle(ctx: &Ctx<'_>, request: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
-    let state = ctx.shared.state();
-    let topics = request
+    let mut seen = HashSet::new();
+    let twice: HashSet<(&str, i32)> = request
         .topics
         .iter()
-        .map(|t| {
-            let topic = state.topics.get(t.name.0.as_str());
-            let partitions = t
-                .partitions
+        .flat_map(|t| {
+            t.partitions
                 .iter()
-                .map(|p| {
-                    match lookup(ctx, topic, p, request.isolation_level) {
-                        // The leader epoch field exists from v4.
-                        Ok(found) if version < 4 => found.with_leader_epoch(-1),
-                        Ok(found) => found,
-                        Err(error) => ListOffsetsPartitionResponse::default()
-                            .with_partition_index(p.partition_index)
-                            .with_error_code(error.code())
-                            .with_timestamp(-1)
-                            .with_offset(-1)
-                            .with_leader_epoch(-1),
-                    }
-                })
-                .collect();
-            ListOffsetsTopicResponse::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
+                .map(|p| (t.name.0.as_str(), p.partition_index))
         })
+        .filter(|tp| !seen.insert(*tp))
         .collect();
+    let state = ctx.shared.state();
+    let mut topics: Vec<ListOffsetsTopicResponse> = Vec::new();
+    let mut answered = HashSet::new();
+    for t in &request.topics {
+        let name = t.name.0.as_str();
+        let topic = state.topics.get(name);
+        let partitions = t
+            .partitions
+            .iter()
+            .filter(|p| answered.insert((name, p.partition_index)))
+            .map(|p| {
+                let found = if twice.contains(&(name, p.partition_index)) {
+                    Err(ResponseError::InvalidRequest)
+                } else if timestamp_unsupported(p.timestamp, version) {
+                    Err(ResponseError::UnsupportedVersion)
+                } else {
+                    lookup(ctx, topic, p, request.isolation_level)
+                };
+                match found {
+                    // The leader epoch field exists from v4.
+                    Ok(found) if version < 4 => found.with_leader_epoch(-1),
+                    Ok(found) => found,
+                    Err(error) => ListOffsetsPartitionResponse::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(error.code())
+                        .with_timestamp(-1)
+                        .with_offset(-1)
+                        .with_leader_epoch(-1),
+                }
+            });
+        match topics.iter_mut().find(|r| r.name.0.as_str() == name) {
+            Some(r) => r.partitions.extend(partitions),
+            None => {
+                let partitions = partitions.collect();
+                topics.push(
+                    ListOffsetsTopicResponse::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(partitions),
+                );
+            }
+        }
+    }
     ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// Whether `timestamp` is a special timestamp `version` does not have (Kafka's
+/// `ReplicaManager.isListOffsetsTimestampUnsupported`): -3 (max timestamp) from v7, -4
+/// (earliest local) from v8, -5 (latest tiered) from v9, -6 (earliest pending upload) from v11,
+/// no other negative value but -1 and -2.
+fn timestamp_unsupported(timestamp: i64, version: i16) -> bool {
+    let since = match timestamp {
+        LATEST | EARLIEST => 0,
+        MAX_TIMESTAMP => 7,
+        EARLIEST_LOCAL => 8,
+        LATEST_TIERED => 9,
+        EARLIEST_PENDING_UPLOAD => 11,
+        ts if ts >= 0 => 0,
+        _ => i16::MAX,
+    };
+    version < since
 }
 
 fn lookup(

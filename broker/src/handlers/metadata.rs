@@ -13,14 +13,10 @@
 //! (INVALID_TOPIC_EXCEPTION for an illegal name, checked before the controller is asked).
 //!
 //! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
-//! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; internal
-//! topics (`__consumer_offsets`) are not listed.
-//!
-//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): an illegal topic name asked for without auto-creation is
-//! UNKNOWN_TOPIC_OR_PARTITION, where Kafka answers INVALID_TOPIC_EXCEPTION; a `__consumer_offsets`
-//! created by CreateTopics is listed, but not as internal (`metadata_unknown_and_invalid_topics`,
-//! `consumer_offsets_as_an_ordinary_topic`).
+//! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; kmock's own
+//! `__consumer_offsets` (its group coordinators) is not listed, where Kafka lists the topic once
+//! its first FindCoordinator has created it. A `__consumer_offsets` (or other internal topic)
+//! created by CreateTopics is listed as internal, as Kafka does.
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -33,7 +29,7 @@ use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{advertised, str_bytes, topic_name, Ctx};
-use crate::state::topics::{validate_name, Topic};
+use crate::state::topics::{is_internal, validate_name, Topic};
 use crate::state::{creation_records, ClusterState, MAX_RECORDS_PER_USER_OP};
 
 /// Versions implemented.
@@ -67,7 +63,12 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
                             return topic_metadata(topic);
                         }
                         if !allow_create {
-                            return topic_error(Some(name), ResponseError::UnknownTopicOrPartition);
+                            // Kafka's `KafkaApis.getTopicMetadata`: the name checked first.
+                            let error = match validate_name(name) {
+                                Ok(()) => ResponseError::UnknownTopicOrPartition,
+                                Err(_) => ResponseError::InvalidTopicException,
+                            };
+                            return topic_error(Some(name), error);
                         }
                         if !create {
                             // Kafka's controller refused the whole batch (POLICY_VIOLATION behind
@@ -184,6 +185,7 @@ fn topic_metadata(topic: &Topic, down: &BTreeSet<i32>) -> MetadataResponseTopic 
     MetadataResponseTopic::default()
         .with_name(Some(topic_name(&topic.name)))
         .with_topic_id(topic.id)
+        .with_is_internal(is_internal(&topic.name))
         .with_partitions(partitions)
         .with_topic_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
 }

@@ -14,19 +14,19 @@
 //! ([`crate::state::producer_state`]): a duplicate is answered with the original base offset and
 //! not appended; a sequence or epoch out of order is refused with Kafka's error.
 //!
-//! Deviations from Apache Kafka: transactional batches are refused with INVALID_TXN_STATE
-//! (kmock has no transactions yet).
+//! As Kafka's `KafkaApis.handleProduceRequest` and `ReplicaManager.appendToLocalLog`: a request
+//! holding a transactional batch without a transactional id is refused as a whole,
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition; a partition named twice in one
+//! request (in one topic entry or two) is appended and answered once, with the last entry's
+//! records; an internal topic (`__consumer_offsets` created by CreateTopics) refuses a client's
+//! records with INVALID_TOPIC_EXCEPTION; a CreateTime record outside the topic's
+//! `message.timestamp.before.max.ms` / `after.max.ms` of the broker's clock is
+//! INVALID_TIMESTAMP (`LogValidator`).
 //!
-//! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): a partition named twice in one request (in one topic
-//! entry or two) is appended and answered twice, where Kafka appends and answers it once; an empty
-//! record set and magic 0/1 message sets get CORRUPT_MESSAGE (Kafka: INVALID_RECORD); a batch of an
-//! unknown magic (3, 255) gets INVALID_RECORD (Kafka: CORRUPT_MESSAGE); compression codecs 5–7 get
-//! INVALID_RECORD (Kafka: UNKNOWN_SERVER_ERROR); a transactional batch (control or not) in a
-//! request without a transactional id gets INVALID_TXN_STATE or INVALID_RECORD, where Kafka answers
-//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED; `__consumer_offsets` accepts a client's records (Kafka:
-//! INVALID_TOPIC_EXCEPTION) (`produce_*` cases).
+//! Deviations from Apache Kafka: transactional batches with a transactional id are refused with
+//! INVALID_TXN_STATE (kmock has no transactions yet).
 
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -37,7 +37,7 @@ use kafka_protocol::ResponseError;
 use super::{advertised, Answer, Ctx};
 use crate::cluster::KafkaVersion;
 use crate::state::batch;
-use crate::state::topics::Topic;
+use crate::state::topics::{is_internal, Topic};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
@@ -45,6 +45,38 @@ pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 /// Appends each partition's batch. With acks = 0 nothing is answered, and a failure closes the
 /// connection (Kafka's `KafkaApis.handleProduceRequest`).
 pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
+    // `KafkaApis.handleProduceRequest`: transactional records without a transactional id are
+    // refused as a whole, before anything else is looked at.
+    let transactional_records = request
+        .topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .filter_map(|p| p.records.as_deref())
+        .any(batch::is_transactional);
+    if transactional_records && request.transactional_id.is_none() {
+        let responses = request
+            .topic_data
+            .into_iter()
+            .map(|t| {
+                let partitions = t
+                    .partition_data
+                    .iter()
+                    .map(|p| {
+                        error_response(
+                            p.index,
+                            ResponseError::TransactionalIdAuthorizationFailed,
+                            None,
+                        )
+                    })
+                    .collect();
+                TopicProduceResponse::default()
+                    .with_name(t.name)
+                    .with_topic_id(t.topic_id)
+                    .with_partition_responses(partitions)
+            })
+            .collect();
+        return answer(ctx, request.acks, responses, Vec::new(), version);
+    }
     let acks_valid = matches!(request.acks, -1..=1);
     let mut other_leaders = Vec::new();
     let mut appended = false;
@@ -66,11 +98,13 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
         transactional: request.transactional_id.is_some(),
         now_ms: ctx.shared.now_ms(),
     };
+    let last = last_entries(&request, version);
     let responses: Vec<TopicProduceResponse> = request
         .topic_data
         .into_iter()
         .zip(inspected.iter_mut())
-        .map(|(topic_data, inspected)| {
+        .zip(last)
+        .map(|((topic_data, inspected), last)| {
             let mut topic = if version >= 13 {
                 state
                     .topics
@@ -83,6 +117,8 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                 .partition_data
                 .into_iter()
                 .zip(inspected.iter_mut())
+                .zip(last)
+                .filter_map(|(entry, last)| last.then_some(entry))
                 .map(|(data, inspected)| {
                     let index = data.index;
                     let topic = match topic.as_deref_mut() {
@@ -100,6 +136,15 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                     };
                     if !acks_valid {
                         return error_response(index, ResponseError::InvalidRequiredAcks, None);
+                    }
+                    // `ReplicaManager.appendToLocalLog`: only the admin client's id may write to
+                    // an internal topic.
+                    if is_internal(&topic.name) && ctx.client_id != ADMIN_CLIENT_ID {
+                        return error_response(
+                            index,
+                            ResponseError::InvalidTopicException,
+                            Some(format!("Cannot append to internal topic {}", topic.name)),
+                        );
                     }
                     let leader = topic.partition(index).map(|p| (p.leader, p.leader_epoch));
                     match append(&shared_request, topic, index, inspected.take()) {
@@ -127,12 +172,25 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                 .with_topic_id(topic_data.topic_id)
                 .with_partition_responses(partition_responses)
         })
-        .collect();
+        .fold(Vec::new(), merge_topic);
     drop(state);
     if appended {
         ctx.shared.data_arrived.notify_waiters();
     }
-    if request.acks == 0 {
+    answer(ctx, request.acks, responses, other_leaders, version)
+}
+
+/// The answer to a Produce with `acks`: none for acks 0 (the connection closed when a
+/// partition failed), else the partitions' `responses` and, from v10, the endpoints of the
+/// `other_leaders` named in NOT_LEADER_OR_FOLLOWER answers.
+fn answer(
+    ctx: &Ctx<'_>,
+    acks: i16,
+    responses: Vec<TopicProduceResponse>,
+    other_leaders: Vec<i32>,
+    version: i16,
+) -> Answer {
+    if acks == 0 {
         let failed = responses
             .iter()
             .flat_map(|t| t.partition_responses.iter().map(move |p| (t, p)))
@@ -239,6 +297,63 @@ fn costly_walks() -> &'static tokio::sync::Semaphore {
     })
 }
 
+/// Kafka's admin client's id (`AdminUtils.ADMIN_CLIENT_ID`), whose Produce may write to
+/// internal topics.
+const ADMIN_CLIENT_ID: &str = "__admin_client";
+
+/// For each topic entry, for each partition entry, whether it is the last entry of its
+/// partition in the request: Kafka's `KafkaApis.handleProduceRequest` keys a request's
+/// partitions by topic (by id from v13) and partition, so a partition named twice, in one topic
+/// entry or two, is appended and answered once, with the last entry's records.
+fn last_entries(request: &ProduceRequest, version: i16) -> Vec<Vec<bool>> {
+    let key = |t: &TopicProduceData| {
+        if version >= 13 {
+            t.topic_id.to_string()
+        } else {
+            t.name.0.to_string()
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut last: Vec<Vec<bool>> = request
+        .topic_data
+        .iter()
+        .rev()
+        .map(|t| {
+            let topic = key(t);
+            let mut partitions: Vec<bool> = t
+                .partition_data
+                .iter()
+                .rev()
+                .map(|p| seen.insert((topic.clone(), p.index)))
+                .collect();
+            partitions.reverse();
+            partitions
+        })
+        .collect();
+    last.reverse();
+    last
+}
+
+/// Adds `topic` to `responses`, into the answer of the same topic if there is one (a topic
+/// named in two entries is answered in one, as Kafka's map of partitions answers it); a topic
+/// left without partitions is dropped.
+fn merge_topic(
+    mut responses: Vec<TopicProduceResponse>,
+    topic: TopicProduceResponse,
+) -> Vec<TopicProduceResponse> {
+    if topic.partition_responses.is_empty() {
+        return responses;
+    }
+    match responses
+        .iter_mut()
+        .find(|r| r.name == topic.name && r.topic_id == topic.topic_id)
+    {
+        Some(r) => r.partition_responses.extend(topic.partition_responses),
+        None => responses.push(topic),
+    }
+    responses
+}
+
 type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
 
 /// What every partition of one Produce request shares.
@@ -258,6 +373,7 @@ fn append(
 ) -> PartitionResult {
     let ctx = request.ctx;
     let log_append_time = topic.log_append_time().then_some(request.now_ms);
+    let (before_max_ms, after_max_ms) = topic.timestamp_bounds_ms();
     let rules = batch::Rules {
         max_message_bytes: topic.max_message_bytes(),
         key_required: topic.compacted(),
@@ -302,6 +418,22 @@ fn append(
             ResponseError::InvalidTxnState,
             Some("kmock does not implement transactions yet".into()),
         ));
+    }
+    // `LogValidator.validateTimestamp`: CreateTime records within the topic's bounds of the
+    // broker's clock.
+    if let (None, Some((lowest, highest))) = (log_append_time, valid.record_timestamps) {
+        let now = request.now_ms;
+        if lowest < now.saturating_sub(before_max_ms) || highest > now.saturating_add(after_max_ms)
+        {
+            return Err((
+                ResponseError::InvalidTimestamp,
+                Some(format!(
+                    "a record timestamp is outside [{}, {}] (message.timestamp.before.max.ms {before_max_ms}, after.max.ms {after_max_ms})",
+                    now.saturating_sub(before_max_ms),
+                    now.saturating_add(after_max_ms)
+                )),
+            ));
+        }
     }
     let appended = partition
         .append(valid, log_append_time, unknown_producer_id_rule)

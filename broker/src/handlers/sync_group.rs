@@ -3,7 +3,8 @@
 //! As Kafka's `GroupCoordinator.handleSyncGroup` ([`crate::state::groups`]): the leader's
 //! assignment is stored and handed to every member; followers wait for it. UNKNOWN_MEMBER_ID,
 //! FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS and (v5) a protocol type or
-//! name missing or other than the group's, INCONSISTENT_GROUP_PROTOCOL. NOT_COORDINATOR on any broker but
+//! name missing or other than the group's, INCONSISTENT_GROUP_PROTOCOL; an empty group id,
+//! INVALID_GROUP_ID (`GroupCoordinatorService.syncGroup`). NOT_COORDINATOR on any broker but
 //! the group's coordinator.
 //!
 //! Deviations from Apache Kafka: a member that never sends SyncGroup is not removed after the
@@ -26,6 +27,9 @@ pub async fn handle(ctx: &Ctx<'_>, request: SyncGroupRequest, version: i16) -> S
         if version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none()) {
             // Kafka's KafkaApis.handleSyncGroupRequest: both are mandatory from v5.
             Err(ResponseError::InconsistentGroupProtocol)
+        } else if group_id.is_empty() {
+            // `GroupCoordinatorService.syncGroup`.
+            Err(ResponseError::InvalidGroupId)
         } else {
             // Checked and synced under one lock, so a coordinator move cannot fall in between.
             let pending = {

@@ -57,7 +57,7 @@ pub struct ClusterState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateTopicError {
     /// TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_CONFIG,
-    /// INVALID_REPLICATION_FACTOR or POLICY_VIOLATION.
+    /// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT or POLICY_VIOLATION.
     pub error: ResponseError,
     /// What is wrong, in a sentence.
     pub message: String,
@@ -218,6 +218,57 @@ impl ClusterState {
         let name = self.names_by_id.get(&id)?;
         self.topics.get(name).filter(|t| t.id == id)
     }
+}
+
+/// Checks one partition's manually assigned `replicas` as Kafka's controller does
+/// (`ReplicationControlManager.validateManualPartitionAssignment`): not empty, every broker
+/// of `nodes` (down or not) and named once, as many replicas as `replication_factor` when given
+/// (that of the topic's other partitions), and at least one of them not `down`.
+///
+/// # Errors
+/// INVALID_REPLICA_ASSIGNMENT with what is wrong.
+pub fn check_manual_assignment(
+    nodes: &[i32],
+    down: &BTreeSet<i32>,
+    replicas: &[i32],
+    replication_factor: Option<usize>,
+) -> Result<(), CreateTopicError> {
+    let fail = |message: String| {
+        Err(CreateTopicError {
+            error: ResponseError::InvalidReplicaAssignment,
+            message,
+        })
+    };
+    if replicas.is_empty() {
+        return fail("The manual partition assignment includes an empty replica list.".into());
+    }
+    let mut sorted = replicas.to_vec();
+    sorted.sort_unstable();
+    for (i, broker) in sorted.iter().enumerate() {
+        if !nodes.contains(broker) {
+            return fail(format!(
+                "The manual partition assignment includes broker {broker}, but no such broker is registered."
+            ));
+        }
+        if i > 0 && sorted[i - 1] == *broker {
+            return fail(format!(
+                "The manual partition assignment includes the broker {broker} more than once."
+            ));
+        }
+    }
+    if let Some(rf) = replication_factor.filter(|rf| *rf != sorted.len()) {
+        return fail(format!(
+            "The manual partition assignment includes a partition with {} replica(s), but this is not consistent with previous partitions, which have {rf} replica(s).",
+            sorted.len()
+        ));
+    }
+    if replicas.iter().all(|b| down.contains(b)) {
+        return fail(
+            "All brokers specified in the manual partition assignment are fenced or in controlled shutdown."
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// Most metadata records one user operation may write: Kafka's

@@ -15,6 +15,8 @@ pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
     ("cleanup.policy", "delete"),
     ("compression.type", "producer"),
     ("max.message.bytes", "1048588"),
+    ("message.timestamp.after.max.ms", "9223372036854775807"),
+    ("message.timestamp.before.max.ms", "9223372036854775807"),
     ("message.timestamp.type", "CreateTime"),
     ("min.insync.replicas", "1"),
     ("retention.bytes", "-1"),
@@ -255,6 +257,21 @@ impl Topic {
         self.config("message.timestamp.type") == Some("LogAppendTime")
     }
 
+    /// How far before and after the broker's clock, in ms, a CreateTime record's timestamp may
+    /// be (`message.timestamp.before.max.ms`, `message.timestamp.after.max.ms`, Kafka 3.6+,
+    /// KIP-937; unbounded by default).
+    pub fn timestamp_bounds_ms(&self) -> (i64, i64) {
+        let bound = |name| {
+            self.config(name)
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(i64::MAX)
+        };
+        (
+            bound("message.timestamp.before.max.ms"),
+            bound("message.timestamp.after.max.ms"),
+        )
+    }
+
     /// The partition, if it exists.
     pub fn partition(&self, index: i32) -> Option<&Partition> {
         usize::try_from(index)
@@ -278,6 +295,16 @@ pub fn replicas_for(p: usize, replication_factor: usize, nodes: &[i32]) -> Vec<i
     (0..replication_factor.min(nodes.len()))
         .map(|i| nodes[(p + i) % nodes.len()])
         .collect()
+}
+
+/// Whether `name` is one of Kafka's internal topics (`Topic.isInternal`: `__consumer_offsets`,
+/// `__transaction_state`, `__share_group_state`): listed as internal in Metadata, and refused
+/// to a client's Produce with INVALID_TOPIC_EXCEPTION.
+pub fn is_internal(name: &str) -> bool {
+    matches!(
+        name,
+        "__consumer_offsets" | "__transaction_state" | "__share_group_state"
+    )
 }
 
 /// Checks a topic name as Kafka's `Topic.validate`: 1 to 249 characters of `[a-zA-Z0-9._-]`,
@@ -338,6 +365,7 @@ pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String
             }
             "message.timestamp.type" => one_of(&["CreateTime", "LogAppendTime"]),
             "max.message.bytes" => at_least(0),
+            "message.timestamp.after.max.ms" | "message.timestamp.before.max.ms" => at_least(0),
             "min.insync.replicas" => at_least(1),
             "retention.bytes" | "retention.ms" => at_least(-1),
             "segment.bytes" => at_least(14),

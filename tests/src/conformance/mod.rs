@@ -13,6 +13,9 @@
 //! cases share one broker without seeing each other.
 
 pub mod batches;
+mod fetch;
+mod groups;
+mod idempotence;
 mod offsets;
 mod produce;
 mod topics;
@@ -65,6 +68,9 @@ pub fn all() -> Vec<Case> {
         topics::CASES,
         produce::CASES,
         offsets::CASES,
+        fetch::CASES,
+        idempotence::CASES,
+        groups::CASES,
     ]
     .concat()
 }

@@ -20,7 +20,7 @@ pub const CASES: &[Case] = &[
     ),
     case!(
         api_versions_unsupported_version,
-        "kmock's UNSUPPORTED_VERSION answer lists every API it implements; Kafka lists only ApiVersions and its range (KIP-511)"
+        "kmock serves ApiVersions up to v4, kafka-protocol's highest; Kafka 4.4 up to v5"
     ),
     case!(produce_below_its_lowest_version),
     case!(list_offsets_v0),

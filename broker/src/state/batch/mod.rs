@@ -43,6 +43,13 @@ use header::{
 };
 use records::{WalkError, MIN_RECORD_BYTES};
 
+/// A record without a timestamp (Kafka's `RecordBatch.NO_TIMESTAMP`).
+const NO_TIMESTAMP: i64 = -1;
+
+/// The smallest size field a batch may have (Kafka's `LegacyRecord.RECORD_OVERHEAD_V0`): the
+/// batch readers refuse a smaller one as corrupt.
+const LEGACY_RECORD_OVERHEAD_V0: i32 = 14;
+
 /// Why a partition's records were refused, with the Kafka error the partition is answered with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidBatch {
@@ -67,6 +74,11 @@ impl InvalidBatch {
 pub struct ValidBatch {
     /// Header fields.
     pub info: BatchInfo,
+    /// The smallest and largest record timestamps the client set (base timestamp plus each
+    /// record's delta), in ms since the epoch, records without a timestamp (-1) left out; `None`
+    /// when no record has one. For the topic's `message.timestamp.before.max.ms` and
+    /// `after.max.ms` checks.
+    pub record_timestamps: Option<(i64, i64)>,
     bytes: Bytes,
 }
 
@@ -91,6 +103,8 @@ pub struct Inspected {
     after_size: Option<InvalidBatch>,
     /// Whether a record has a null key.
     keyless: bool,
+    /// The smallest and largest record timestamps ([`ValidBatch::record_timestamps`]).
+    record_timestamps: Option<(i64, i64)>,
     /// Every record's digest, when asked for and the records walked ([`digest`]).
     digests: Option<Vec<RecordDigest>>,
 }
@@ -119,12 +133,22 @@ pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBat
 pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Inspected {
     let before_size = check_before_size(records, zstd_allowed).err();
     let mut keyless = false;
+    let mut record_timestamps: Option<(i64, i64)> = None;
+    let base_timestamp = header(records).map_or(0, |h| h.first_timestamp);
     let declared = header(records).map_or(0, |h| h.record_count);
     let mut digests = digest::Collector::new(digest_budget, declared);
     let after_size = match before_size {
         Some(_) => None,
         None => check_after_size(records, |record| {
             keyless |= record.key.is_none();
+            let timestamp = base_timestamp.wrapping_add(record.timestamp_delta);
+            if timestamp != NO_TIMESTAMP {
+                record_timestamps = Some(
+                    record_timestamps.map_or((timestamp, timestamp), |(lo, hi)| {
+                        (lo.min(timestamp), hi.max(timestamp))
+                    }),
+                );
+            }
             digests.add(record);
             Ok(())
         })
@@ -136,6 +160,7 @@ pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Ins
         before_size,
         after_size,
         keyless,
+        record_timestamps,
         digests: digests.finish(walked),
     }
 }
@@ -177,6 +202,7 @@ impl Inspected {
         }
         Ok(ValidBatch {
             info: header(&self.records).expect("checked: at least a whole header"),
+            record_timestamps: self.record_timestamps,
             bytes: self.records,
         })
     }
@@ -184,6 +210,44 @@ impl Inspected {
 
 fn check_before_size(records: &[u8], zstd_allowed: bool) -> Result<(), InvalidBatch> {
     use ResponseError::{CorruptMessage, InvalidRecord};
+    // Kafka reads the batches with `ByteBufferLogInputStream` before `ProduceRequest
+    // .validateRecords` looks at the first: a size field below a legacy message's overhead or a
+    // magic byte outside 0..=2 is corrupt; bytes that do not hold a whole batch hold none.
+    let no_batch = || {
+        InvalidBatch::new(
+            InvalidRecord,
+            "produce requests must have at least one record batch per partition",
+        )
+    };
+    if records.len() < at::PARTITION_LEADER_EPOCH {
+        return Err(no_batch());
+    }
+    let batch_length = read_i32(records, at::BATCH_LENGTH);
+    if batch_length < LEGACY_RECORD_OVERHEAD_V0 {
+        return Err(InvalidBatch::new(
+            CorruptMessage,
+            format!("record size {batch_length} is less than the minimum record overhead (14)"),
+        ));
+    }
+    if records.len() <= at::MAGIC {
+        return Err(no_batch());
+    }
+    let magic = records[at::MAGIC] as i8;
+    if !(0..=2).contains(&magic) {
+        return Err(InvalidBatch::new(
+            CorruptMessage,
+            format!("invalid magic found in record: {magic}"),
+        ));
+    }
+    if (batch_length as usize).saturating_add(at::PARTITION_LEADER_EPOCH) > records.len() {
+        return Err(no_batch());
+    }
+    if magic != 2 {
+        return Err(InvalidBatch::new(
+            InvalidRecord,
+            format!("record batch magic {magic} is not 2 (produce v3+ takes only magic 2)"),
+        ));
+    }
     if records.len() < at::RECORDS {
         return Err(InvalidBatch::new(
             CorruptMessage,
@@ -193,7 +257,6 @@ fn check_before_size(records: &[u8], zstd_allowed: bool) -> Result<(), InvalidBa
             ),
         ));
     }
-    let batch_length = read_i32(records, at::BATCH_LENGTH);
     if usize::try_from(batch_length).map(|n| n + at::PARTITION_LEADER_EPOCH) != Ok(records.len()) {
         return Err(InvalidBatch::new(
             InvalidRecord,
@@ -201,13 +264,6 @@ fn check_before_size(records: &[u8], zstd_allowed: bool) -> Result<(), InvalidBa
                 "produce records must hold exactly one record batch: batch length {batch_length} + 12 != {} bytes",
                 records.len()
             ),
-        ));
-    }
-    let magic = records[at::MAGIC] as i8;
-    if magic != 2 {
-        return Err(InvalidBatch::new(
-            InvalidRecord,
-            format!("record batch magic {magic} is not 2 (produce v3+ takes only magic 2)"),
         ));
     }
     if attributes_of(records) & COMPRESSION_MASK == ZSTD && !zstd_allowed {
@@ -244,8 +300,10 @@ fn check_after_size(
     let attributes = attributes_of(records);
     let codec = attributes & COMPRESSION_MASK;
     if codec > ZSTD {
+        // Kafka's `CompressionType.forId` throws an `IllegalArgumentException`, which is no
+        // `ApiException`: UNKNOWN_SERVER_ERROR.
         return Err(InvalidBatch::new(
-            InvalidRecord,
+            ResponseError::UnknownServerError,
             format!("unknown compression codec {codec}"),
         ));
     }
@@ -285,6 +343,18 @@ fn check_after_size(
             format!("the records of a batch of {record_count} are invalid: {e}"),
         )
     })
+}
+
+/// Whether the first batch of `records` is a transactional one of magic 2, as Kafka's
+/// `RequestUtils.hasTransactionalRecords` reads a Produce request's partitions (a legacy
+/// message set, or bytes holding no whole batch, is not).
+pub fn is_transactional(records: &[u8]) -> bool {
+    if records.len() < at::LAST_OFFSET_DELTA || records[at::MAGIC] != 2 {
+        return false;
+    }
+    let whole = usize::try_from(read_i32(records, at::BATCH_LENGTH))
+        .is_ok_and(|n| n.saturating_add(at::PARTITION_LEADER_EPOCH) <= records.len());
+    whole && attributes_of(records) & header::TRANSACTIONAL != 0
 }
 
 /// Uncompressed batches up to this many bytes are walked where the request is handled; walking
