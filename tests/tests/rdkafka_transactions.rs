@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use kmock::journal::RequestSummary;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -163,9 +164,33 @@ async fn committed_transactions_are_read_and_aborted_ones_are_not() {
         vec![(0, Offset::Offset(5)), (1, Offset::Offset(7))],
         "the offsets of the committed transaction, not the aborted one's"
     );
+    // The journal has each transaction's EndTxn, in order, answered NONE, and the offsets sent.
     let journal = cluster.journal();
-    assert_eq!(journal.api("EndTxn").count(), 3, "one EndTxn a transaction");
-    assert_eq!(journal.api("TxnOffsetCommit").count(), 2);
+    let ends: Vec<(bool, Option<i16>)> = journal
+        .api("EndTxn")
+        .filter_map(|e| match &e.request {
+            Some(RequestSummary::EndTxn(s)) => Some((s.committed, s.error_code)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        vec![(true, Some(0)), (false, Some(0)), (true, Some(0))]
+    );
+    let sent: Vec<(String, Vec<i64>)> = journal
+        .api("TxnOffsetCommit")
+        .filter_map(|e| match &e.request {
+            Some(RequestSummary::TxnOffsetCommit(s)) => Some((
+                s.group_id.clone(),
+                s.partitions.iter().map(|p| p.offset).collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        vec![("g".to_owned(), vec![5, 7]), ("g".to_owned(), vec![9, 9])]
+    );
     cluster.check(&kmock::Checks::default()).assert_clean();
 }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use common::transactions::{
-    add_partitions, end_txn, init_producer_id, latest_offset, transactional_batch,
+    add_offsets, add_partitions, end_txn, init_producer_id, latest_offset, transactional_batch,
+    txn_offset_commit,
 };
 use common::{code_is, same};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -276,5 +277,67 @@ async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
         end.error_code,
         Some(ProducerFenced),
     )?;
+    Ok(())
+}
+
+/// OffsetFetch v7 of `g`'s offset of `t`-0, with `require_stable`: (error code, offset).
+async fn fetch_offset(client: &kmock_client::Client, require_stable: bool) -> Result<(i16, i64)> {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{GroupId, OffsetFetchRequest};
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(common::text("g")))
+        .with_require_stable(require_stable)
+        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+            .with_name(common::name("t"))
+            .with_partition_indexes(vec![0])]));
+    let answer = client.send(request, 7).await?;
+    code_is("OffsetFetch", answer.error_code, None)?;
+    let p = &answer.topics[0].partitions[0];
+    Ok((p.error_code, p.committed_offset))
+}
+
+#[tokio::test]
+async fn offsets_committed_in_a_transaction_are_pending_until_it_commits() -> Result<()> {
+    let (_cluster, client) = common::start(1, &["t"], 1).await?;
+    let init = client.send(init_producer_id("tx", 60_000), 4).await?;
+    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    // A group not added to the transaction: TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE before.
+    let early = txn_offset_commit("tx", pid, epoch, "g", "t", 3);
+    let v4 = client.send(early.clone(), 4).await?;
+    code_is(
+        "TxnOffsetCommit v4 before AddOffsetsToTxn",
+        v4.topics[0].partitions[0].error_code,
+        Some(TransactionAbortable),
+    )?;
+    let v3 = client.send(early, 3).await?;
+    code_is(
+        "TxnOffsetCommit v3 before AddOffsetsToTxn",
+        v3.topics[0].partitions[0].error_code,
+        Some(InvalidTxnState),
+    )?;
+
+    let added = client.send(add_offsets("tx", pid, epoch, "g"), 3).await?;
+    code_is("AddOffsetsToTxn", added.error_code, None)?;
+    let commit = client
+        .send(txn_offset_commit("tx", pid, epoch, "g", "t", 3), 3)
+        .await?;
+    code_is(
+        "TxnOffsetCommit",
+        commit.topics[0].partitions[0].error_code,
+        None,
+    )?;
+    same(
+        "pending, require_stable",
+        fetch_offset(&client, true).await?,
+        (UnstableOffsetCommit.code(), -1),
+    )?;
+    same(
+        "pending, not require_stable",
+        fetch_offset(&client, false).await?,
+        (0, -1),
+    )?;
+    let end = client.send(end_txn("tx", pid, epoch, true), 3).await?;
+    code_is("EndTxn commit", end.error_code, None)?;
+    same("committed", fetch_offset(&client, true).await?, (0, 3))?;
     Ok(())
 }

@@ -118,3 +118,43 @@ pub async fn latest_offset(
     );
     Ok(p.offset)
 }
+
+/// AddOffsetsToTxn adding `group`.
+pub fn add_offsets(
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    group: &str,
+) -> kafka_protocol::messages::AddOffsetsToTxnRequest {
+    kafka_protocol::messages::AddOffsetsToTxnRequest::default()
+        .with_transactional_id(txn_id(transactional_id))
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_group_id(kafka_protocol::messages::GroupId(text(group)))
+}
+
+/// TxnOffsetCommit of `offset` for `topic`-0 from outside group management (generation -1).
+pub fn txn_offset_commit(
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    group: &str,
+    topic: &str,
+    offset: i64,
+) -> kafka_protocol::messages::TxnOffsetCommitRequest {
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    kafka_protocol::messages::TxnOffsetCommitRequest::default()
+        .with_transactional_id(txn_id(transactional_id))
+        .with_group_id(kafka_protocol::messages::GroupId(text(group)))
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_generation_id(-1)
+        .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)
+                .with_committed_leader_epoch(-1)])])
+}

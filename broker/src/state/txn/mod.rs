@@ -128,3 +128,6 @@ impl Transactions {
         Ok(txn)
     }
 }
+
+#[cfg(test)]
+mod tests;
