@@ -23,7 +23,8 @@ pub fn check(state: &ClusterState, entries: &[Entry], checks: &Checks) -> Vec<Vi
             let mut last_sequence: HashMap<(i64, i16), (i32, i64)> = HashMap::new();
             for batch in partition.log.batches() {
                 let (pid, epoch, sequence) = batch.producer;
-                if pid < 0 {
+                // Markers carry the producer's id and epoch but no sequence.
+                if pid < 0 || batch.control {
                     continue;
                 }
                 if let Some(first) = seen.insert((pid, epoch, sequence), batch.base_offset) {

@@ -506,14 +506,25 @@ impl Cluster {
 /// How often group session and rebalance timeouts are checked.
 const GROUP_TIMER_TICK: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Expires group members and rebalances on Tokio's clock until shutdown.
+/// Expires group members and rebalances, and aborts transactions past their timeout, on
+/// Tokio's clock until shutdown.
 async fn group_timers(shared: Arc<Shared>, shutdown: CancellationToken) {
     let mut ticks = tokio::time::interval(GROUP_TIMER_TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
-            _ = ticks.tick() => shared.state().tick_groups(tokio::time::Instant::now()),
+            _ = ticks.tick() => {
+                let now = tokio::time::Instant::now();
+                let mut state = shared.state();
+                state.tick_groups(now);
+                // Transactions open past their timeout are aborted, as Kafka's coordinator does.
+                let aborted = state.abort_timed_out_transactions(now, shared.now_ms());
+                drop(state);
+                if !aborted.is_empty() {
+                    shared.data_arrived.notify_waiters();
+                }
+            }
         }
     }
 }

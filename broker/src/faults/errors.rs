@@ -32,6 +32,10 @@ const ERROR_APIS: &[ApiKey] = &[
     ApiKey::Heartbeat,
     ApiKey::LeaveGroup,
     ApiKey::InitProducerId,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::TxnOffsetCommit,
 ];
 
 /// Whether `error(code)` can answer requests of `api`.
@@ -228,6 +232,58 @@ pub(crate) fn error_response(
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1),
         ),
+        // Per partition, as Kafka answers a coordinator error for the whole request.
+        RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
+            AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(
+                r.v3_and_below_topics
+                    .iter()
+                    .map(|t| {
+                        add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::default()
+                            .with_name(t.name.clone())
+                            .with_results_by_partition(
+                                t.partitions
+                                    .iter()
+                                    .map(|&p| {
+                                        add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::default()
+                                            .with_partition_index(p)
+                                            .with_partition_error_code(code)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::AddOffsetsToTxn(_) => ResponseKind::AddOffsetsToTxn(
+            AddOffsetsToTxnResponse::default().with_error_code(code),
+        ),
+        RequestKind::EndTxn(_) => ResponseKind::EndTxn(
+            EndTxnResponse::default()
+                .with_error_code(code)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        ),
+        RequestKind::TxnOffsetCommit(r) => ResponseKind::TxnOffsetCommit(
+            TxnOffsetCommitResponse::default().with_topics(
+                r.topics
+                    .iter()
+                    .map(|t| {
+                        txn_offset_commit_response::TxnOffsetCommitResponseTopic::default()
+                            .with_name(t.name.clone())
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        txn_offset_commit_response::TxnOffsetCommitResponsePartition::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_error_code(code)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+        ),
         _ => return None,
     })
 }
@@ -268,6 +324,10 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::DescribeCluster(r) => set!(r, 0),
         ResponseKind::DeleteGroups(r) => set!(r, 0),
         ResponseKind::OffsetDelete(r) => set!(r, 0),
+        ResponseKind::AddPartitionsToTxn(r) => set!(r, 0),
+        ResponseKind::AddOffsetsToTxn(r) => set!(r, 0),
+        ResponseKind::EndTxn(r) => set!(r, 0),
+        ResponseKind::TxnOffsetCommit(r) => set!(r, 0),
         _ => false,
     }
 }

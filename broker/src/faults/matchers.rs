@@ -30,6 +30,8 @@ const READ: &[(&str, &[ApiKey], &[ApiKey])] = {
                 OffsetCommit,
                 Metadata,
                 DeleteTopics,
+                AddPartitionsToTxn,
+                TxnOffsetCommit,
             ],
             &[
                 OffsetFetch,
@@ -42,7 +44,14 @@ const READ: &[(&str, &[ApiKey], &[ApiKey])] = {
         ),
         (
             "partition",
-            &[Produce, Fetch, ListOffsets, OffsetCommit],
+            &[
+                Produce,
+                Fetch,
+                ListOffsets,
+                OffsetCommit,
+                AddPartitionsToTxn,
+                TxnOffsetCommit,
+            ],
             &[OffsetFetch, OffsetForLeaderEpoch, OffsetDelete],
         ),
         (
@@ -54,12 +63,21 @@ const READ: &[(&str, &[ApiKey], &[ApiKey])] = {
                 SyncGroup,
                 Heartbeat,
                 LeaveGroup,
+                AddOffsetsToTxn,
+                TxnOffsetCommit,
             ],
             &[FindCoordinator, DescribeGroups, DeleteGroups, OffsetDelete],
         ),
         (
             "transactional_id",
-            &[Produce, InitProducerId],
+            &[
+                Produce,
+                InitProducerId,
+                AddPartitionsToTxn,
+                AddOffsetsToTxn,
+                TxnOffsetCommit,
+                EndTxn,
+            ],
             &[FindCoordinator],
         ),
         ("producer_id", &[Produce, InitProducerId], &[]),

@@ -5,7 +5,9 @@
 //! when larger (KIP-74). Long polling as Kafka's `ReplicaManager.fetchMessages`: the answer is
 //! sent as soon as `min_bytes` are available, any partition has an error, or `max_wait_ms` has
 //! passed. An offset below the log start or above the log end gets OFFSET_OUT_OF_RANGE;
-//! `read_committed` reads up to the last stable offset.
+//! `read_committed` reads up to the last stable offset and is told the aborted transactions
+//! met in the offsets read (Kafka's `collectAbortedTransactions`), for the client to drop
+//! their records.
 //!
 //! Deviations from Apache Kafka: no incremental fetch sessions (KIP-227): every answer has
 //! session id 0, which tells the client to keep sending full fetch requests, and an incremental
@@ -19,9 +21,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
 };
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
@@ -153,7 +155,16 @@ fn read_partition(
         .with_high_watermark(high_watermark)
         .with_last_stable_offset(last_stable_offset)
         .with_log_start_offset(log.log_start_offset())
-        .with_aborted_transactions((isolation_level == READ_COMMITTED).then(Vec::new))
+        .with_aborted_transactions((isolation_level == READ_COMMITTED).then(|| {
+            log.aborted_between(fp.fetch_offset, until)
+                .into_iter()
+                .map(|a| {
+                    AbortedTransaction::default()
+                        .with_producer_id(ProducerId(a.producer_id))
+                        .with_first_offset(a.first_offset)
+                })
+                .collect()
+        }))
         .with_preferred_read_replica(BrokerId(-1))
         .with_records(Some(records)))
 }

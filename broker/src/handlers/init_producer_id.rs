@@ -19,7 +19,7 @@ use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::Ctx;
-use crate::state::producers::{Fenced, ProducerIdAndEpoch};
+use crate::state::producers::ProducerIdAndEpoch;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = InitProducerIdRequest::VERSIONS;
@@ -44,6 +44,7 @@ pub fn handle(
     if (request.producer_id.0 == -1) != (request.producer_epoch == -1) {
         return fail(ResponseError::InvalidRequest);
     }
+    let now_ms = ctx.shared.now_ms();
     let mut state = ctx.shared.state();
     let allocated = match request.transactional_id {
         None => state.producers.allocate(),
@@ -60,10 +61,18 @@ pub fn handle(
                 producer_id: request.producer_id.0,
                 producer_epoch: request.producer_epoch,
             });
-            match state.producers.init_transactional(txn_id, expected) {
+            let timeout_ms = request.transaction_timeout_ms;
+            match state.init_transactional_producer(txn_id, timeout_ms, expected, now_ms) {
                 Ok(allocated) => allocated,
-                Err(Fenced) if version >= 4 => return fail(ResponseError::ProducerFenced),
-                Err(Fenced) => return fail(ResponseError::InvalidProducerEpoch),
+                Err(ResponseError::ProducerFenced) if version < 4 => {
+                    return fail(ResponseError::InvalidProducerEpoch)
+                }
+                Err(error) => {
+                    drop(state);
+                    // An open transaction was aborted: its markers may free read_committed reads.
+                    ctx.shared.data_arrived.notify_waiters();
+                    return fail(error);
+                }
             }
         }
     };

@@ -6,6 +6,8 @@
 //! advertises and what it implements never drift apart. Handlers see no socket: they turn a
 //! request into state changes and a response.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
@@ -14,6 +16,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -29,6 +32,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_offset_commit;
 
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
@@ -108,6 +112,10 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
     (ApiKey::DescribeConfigs, describe_configs::VERSIONS),
     (ApiKey::CreatePartitions, create_partitions::VERSIONS),
     (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
+    (ApiKey::AddPartitionsToTxn, add_partitions_to_txn::VERSIONS),
+    (ApiKey::AddOffsetsToTxn, add_offsets_to_txn::VERSIONS),
+    (ApiKey::EndTxn, end_txn::VERSIONS),
+    (ApiKey::TxnOffsetCommit, txn_offset_commit::VERSIONS),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -186,6 +194,16 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         }
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(describe_cluster::handle(ctx, r, v))
+        }
+        RequestKind::AddPartitionsToTxn(r) => {
+            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(ctx, r, v))
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(ctx, r, v))
+        }
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(ctx, r, v)),
+        RequestKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(ctx, r, v))
         }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))

@@ -5,8 +5,11 @@
 //! offset -1 for a partition with no commit, and for a group that does not exist.
 //! NOT_COORDINATOR on any broker but the group's coordinator.
 //!
-//! Deviations from Apache Kafka: `require_stable` has nothing to wait for (no transactional
-//! offsets yet); the KIP-848 member id and epoch (v9) are not checked.
+//! With `require_stable` (v7+), a partition with an offset pending in an open transaction
+//! (TxnOffsetCommit before its EndTxn) is answered UNSTABLE_OFFSET_COMMIT with offset -1, as
+//! Kafka's `OffsetMetadataManager.fetchOffsets`.
+//!
+//! Deviations from Apache Kafka: the KIP-848 member id and epoch (v9) are not checked.
 
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -22,8 +25,12 @@ use crate::state::groups::CommittedOffset;
 /// Versions implemented.
 pub const VERSIONS: VersionRange = OffsetFetchRequest::VERSIONS;
 
-/// `(topic, [(partition, committed)])`, in the order asked.
-type Fetched = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
+/// `(topic, [(partition, committed)])`, in the order asked; `Err` for a partition answered
+/// with an error (UNSTABLE_OFFSET_COMMIT).
+type Fetched = Vec<(
+    String,
+    Vec<(i32, Result<Option<CommittedOffset>, ResponseError>)>,
+)>;
 
 /// Answers each group's committed offsets.
 pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
@@ -38,7 +45,7 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
                         .collect()
                 });
                 let answer = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
-                match fetch(ctx, &g.group_id, asked) {
+                match fetch(ctx, &g.group_id, asked, request.require_stable) {
                     Err(e) => answer.with_error_code(e.code()),
                     Ok(found) => answer.with_topics(
                         found
@@ -50,12 +57,13 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
                                         partitions
                                             .into_iter()
                                             .map(|(p, c)| {
-                                                let (offset, epoch, metadata) = parts(c);
+                                                let (offset, epoch, metadata, code) = parts(c);
                                                 OffsetFetchResponsePartitions::default()
                                                     .with_partition_index(p)
                                                     .with_committed_offset(offset)
                                                     .with_committed_leader_epoch(epoch)
                                                     .with_metadata(Some(metadata))
+                                                    .with_error_code(code)
                                             })
                                             .collect(),
                                     )
@@ -72,7 +80,8 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
             .map(|t| (t.name.0.as_str().to_owned(), t.partition_indexes.clone()))
             .collect()
     });
-    match fetch(ctx, &request.group_id, asked) {
+    let require_stable = version >= 7 && request.require_stable;
+    match fetch(ctx, &request.group_id, asked, require_stable) {
         Err(e) => error_answer(&request, version, e),
         Ok(found) => OffsetFetchResponse::default().with_topics(
             found
@@ -84,9 +93,10 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
                             partitions
                                 .into_iter()
                                 .map(|(p, c)| {
-                                    let (offset, epoch, metadata) = parts(c);
+                                    let (offset, epoch, metadata, code) = parts(c);
                                     OffsetFetchResponsePartition::default()
                                         .with_partition_index(p)
+                                        .with_error_code(code)
                                         .with_committed_offset(offset)
                                         .with_committed_leader_epoch(if version >= 5 {
                                             epoch
@@ -138,22 +148,27 @@ pub fn error_answer(
     )
 }
 
-fn parts(committed: Option<CommittedOffset>) -> (i64, i32, StrBytes) {
+/// Offset, leader epoch, metadata and error code of one partition's answer.
+fn parts(committed: Result<Option<CommittedOffset>, ResponseError>) -> (i64, i32, StrBytes, i16) {
     match committed {
-        Some(c) => (
+        Ok(Some(c)) => (
             c.offset,
             c.leader_epoch,
             StrBytes::from_string(c.metadata.unwrap_or_default()),
+            0,
         ),
-        None => (-1, -1, StrBytes::default()),
+        Ok(None) => (-1, -1, StrBytes::default(), 0),
+        Err(e) => (-1, -1, StrBytes::default(), e.code()),
     }
 }
 
-/// The committed offsets asked (`None`: every committed partition).
+/// The committed offsets asked (`None`: every committed partition); with `require_stable`,
+/// UNSTABLE_OFFSET_COMMIT for a partition with an offset pending in an open transaction.
 fn fetch(
     ctx: &Ctx<'_>,
     group_id: &GroupId,
     asked: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> Result<Fetched, ResponseError> {
     let group_id = group_id.0.as_str();
     let state = ctx.shared.state();
@@ -161,7 +176,15 @@ fn fetch(
         return Err(ResponseError::NotCoordinator);
     }
     let offsets = state.groups.get(group_id).map(|g| &g.offsets);
-    let lookup = |topic: &str, p: i32| offsets.and_then(|o| o.get(&(topic.to_owned(), p)).cloned());
+    let unstable = |topic: &str, p: i32| {
+        require_stable && state.transactions.has_pending_offset(group_id, topic, p)
+    };
+    let lookup = |topic: &str, p: i32| {
+        if unstable(topic, p) {
+            return Err(ResponseError::UnstableOffsetCommit);
+        }
+        Ok(offsets.and_then(|o| o.get(&(topic.to_owned(), p)).cloned()))
+    };
     Ok(match asked {
         Some(asked) => asked
             .into_iter()
@@ -173,9 +196,14 @@ fn fetch(
         None => {
             let mut all: Fetched = Vec::new();
             for ((topic, p), c) in offsets.into_iter().flatten() {
+                let answer = if unstable(topic, *p) {
+                    Err(ResponseError::UnstableOffsetCommit)
+                } else {
+                    Ok(Some(c.clone()))
+                };
                 match all.last_mut() {
-                    Some((t, list)) if t == topic => list.push((*p, Some(c.clone()))),
-                    _ => all.push((topic.clone(), vec![(*p, Some(c.clone()))])),
+                    Some((t, list)) if t == topic => list.push((*p, answer)),
+                    _ => all.push((topic.clone(), vec![(*p, answer)])),
                 }
             }
             all

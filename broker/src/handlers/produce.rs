@@ -23,8 +23,20 @@
 //! `message.timestamp.before.max.ms` / `after.max.ms` of the broker's clock is
 //! INVALID_TIMESTAMP (`LogValidator`).
 //!
-//! Deviations from Apache Kafka: transactional batches with a transactional id are refused with
-//! INVALID_TXN_STATE (kmock has no transactions yet).
+//! Transactional batches (transaction version 1) are verified against the transaction
+//! coordinator's state as Kafka's KIP-890 part 1 verification does, unless the producer
+//! already has a transaction open on the partition: an unknown transactional id or another
+//! producer id is INVALID_PRODUCER_ID_MAPPING, another epoch INVALID_PRODUCER_EPOCH (Kafka's
+//! mapping of PRODUCER_FENCED), a partition not added to the transaction TRANSACTION_ABORTABLE
+//! (INVALID_TXN_STATE up to v10, `AddPartitionsToTxnManager`); a non-transactional batch of a
+//! producer with a transaction open on the partition is INVALID_TXN_STATE
+//! (`ProducerAppendInfo`). An appended transactional batch opens the producer's transaction on
+//! the partition, which holds back the last stable offset until its marker.
+//!
+//! Deviations from Apache Kafka: transaction version 2 (partitions added by Produce v12+) is
+//! not implemented, so a v12+ transactional batch to a partition not added is refused like a
+//! v11 one; the verification comes after the batch's validation and before the
+//! `min.insync.replicas` check, where Kafka verifies before both.
 
 use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
@@ -37,7 +49,8 @@ use kafka_protocol::ResponseError;
 use super::{advertised, Answer, Ctx};
 use crate::cluster::KafkaVersion;
 use crate::state::batch;
-use crate::state::topics::{is_internal, Topic};
+use crate::state::topics::{is_internal, Partition, Topic};
+use crate::state::txn::TxnMetadata;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
@@ -92,10 +105,15 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
         ctx.produced.set(digests);
     }
     let mut state = ctx.shared.state();
+    let transaction = request
+        .transactional_id
+        .as_ref()
+        .map(|id| state.transactions.get(id.0.as_str()).cloned());
     let shared_request = ProduceContext {
         ctx,
         acks: request.acks,
-        transactional: request.transactional_id.is_some(),
+        transaction,
+        version,
         now_ms: ctx.shared.now_ms(),
     };
     let last = last_entries(&request, version);
@@ -360,7 +378,9 @@ type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<S
 struct ProduceContext<'a> {
     ctx: &'a Ctx<'a>,
     acks: i16,
-    transactional: bool,
+    /// With a transactional id, its transaction as the coordinator knows it (`None`: unknown).
+    transaction: Option<Option<TxnMetadata>>,
+    version: i16,
     now_ms: i64,
 }
 
@@ -380,6 +400,7 @@ fn append(
     };
     let min_insync_replicas = topic.min_insync_replicas();
     let unknown_producer_id_rule = ctx.shared.config.kafka_version < KafkaVersion::V2_5;
+    let topic_name = topic.name.clone();
     let Some(partition) = topic.partition_mut(index) else {
         return Err((ResponseError::UnknownTopicOrPartition, None));
     };
@@ -413,12 +434,7 @@ fn append(
             )),
         ));
     }
-    if request.transactional || valid.info.transactional {
-        return Err((
-            ResponseError::InvalidTxnState,
-            Some("kmock does not implement transactions yet".into()),
-        ));
-    }
+    verify_transaction(request, &topic_name, index, partition, &valid.info)?;
     // `LogValidator.validateTimestamp`: CreateTime records within the topic's bounds of the
     // broker's clock.
     if let (None, Some((lowest, highest))) = (log_append_time, valid.record_timestamps) {
@@ -443,6 +459,68 @@ fn append(
         .with_base_offset(appended.base_offset)
         .with_log_append_time_ms(appended.log_append_time_ms)
         .with_log_start_offset(partition.log.log_start_offset()))
+}
+
+/// Kafka's transaction checks of a batch before it is appended (see the header).
+fn verify_transaction(
+    request: &ProduceContext<'_>,
+    topic: &str,
+    index: i32,
+    partition: &Partition,
+    batch: &batch::BatchInfo,
+) -> Result<(), (ResponseError, Option<String>)> {
+    let pid = batch.producer_id;
+    let ongoing = pid >= 0 && partition.log.has_ongoing_transaction(pid);
+    if !batch.transactional {
+        if ongoing {
+            return Err((
+                ResponseError::InvalidTxnState,
+                Some(format!(
+                    "expected a transactional write from producer {pid}: it has a transaction open on {topic}-{index}"
+                )),
+            ));
+        }
+        return Ok(());
+    }
+    let Some(transaction) = &request.transaction else {
+        return Err((
+            ResponseError::InvalidTxnState,
+            Some("a transactional batch needs a transactional id".into()),
+        ));
+    };
+    if ongoing {
+        return Ok(());
+    }
+    let fail = |error, reason: String| Err((error, Some(reason)));
+    match transaction {
+        Some(t) if t.producer_id != pid => fail(
+            ResponseError::InvalidProducerIdMapping,
+            format!(
+                "the transactional id has producer id {}, not {pid}",
+                t.producer_id
+            ),
+        ),
+        None => fail(
+            ResponseError::InvalidProducerIdMapping,
+            "the transactional id is unknown to its coordinator".into(),
+        ),
+        Some(t) if t.producer_epoch != batch.producer_epoch => fail(
+            ResponseError::InvalidProducerEpoch,
+            format!(
+                "producer {pid}: epoch {} is not the transaction's epoch {}",
+                batch.producer_epoch, t.producer_epoch
+            ),
+        ),
+        Some(t) if !t.partitions.contains(&(topic.to_owned(), index)) => fail(
+            if request.version > 10 {
+                ResponseError::TransactionAbortable
+            } else {
+                ResponseError::InvalidTxnState
+            },
+            "Partition was not added to the transaction".into(),
+        ),
+        Some(_) => Ok(()),
+    }
 }
 
 fn error_response(

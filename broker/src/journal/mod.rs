@@ -25,6 +25,7 @@ mod size;
 mod snapshot;
 mod store;
 pub mod summary;
+mod txn_summary;
 
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
@@ -200,6 +201,16 @@ impl Entry {
                 .iter()
                 .map(|p| (p.topic.as_str(), p.partition))
                 .collect(),
+            Some(RequestSummary::AddPartitionsToTxn(s)) => s
+                .partitions
+                .iter()
+                .map(|p| (p.topic.as_str(), p.partition))
+                .collect(),
+            Some(RequestSummary::TxnOffsetCommit(s)) => s
+                .partitions
+                .iter()
+                .map(|p| (p.topic.as_str(), p.partition))
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -216,11 +227,16 @@ impl Entry {
         topics
     }
 
-    /// The transactional id the request carries (Produce, InitProducerId).
+    /// The transactional id the request carries (Produce, InitProducerId and the transaction
+    /// APIs).
     pub fn transactional_id(&self) -> Option<&str> {
         match &self.request {
             Some(RequestSummary::Produce(s)) => s.transactional_id.as_deref(),
             Some(RequestSummary::InitProducerId(s)) => s.transactional_id.as_deref(),
+            Some(RequestSummary::AddPartitionsToTxn(s)) => Some(&s.transactional_id),
+            Some(RequestSummary::AddOffsetsToTxn(s)) => Some(&s.transactional_id),
+            Some(RequestSummary::TxnOffsetCommit(s)) => Some(&s.transactional_id),
+            Some(RequestSummary::EndTxn(s)) => Some(&s.transactional_id),
             _ => None,
         }
     }
@@ -244,6 +260,8 @@ impl Entry {
             Some(RequestSummary::SyncGroup(s)) => vec![s.group_id.as_str()],
             Some(RequestSummary::Heartbeat(s)) => vec![s.group_id.as_str()],
             Some(RequestSummary::LeaveGroup(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::AddOffsetsToTxn(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::TxnOffsetCommit(s)) => vec![s.group_id.as_str()],
             _ => Vec::new(),
         }
     }

@@ -233,7 +233,7 @@ pub(crate) fn summarize(
                 topics,
             })
         }
-        _ => RequestSummary::Other,
+        other => super::txn_summary::summarize(other).unwrap_or(RequestSummary::Other),
     }
 }
 

@@ -98,7 +98,7 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
         (RequestSummary::SyncGroup(s), ResponseKind::SyncGroup(r)) => {
             s.assignment = consumer_assignment(&r.assignment);
         }
-        _ => {}
+        (summary, response) => super::txn_summary::complete(summary, response),
     }
 }
 
@@ -185,7 +185,7 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
             .flat_map(|t| &t.partitions)
             .map(|p| p.error_code)
             .collect(),
-        _ => Vec::new(),
+        other => super::txn_summary::error_codes(other).unwrap_or_default(),
     };
     let mut distinct = Vec::new();
     for code in codes.into_iter().filter(|&c| c != 0) {

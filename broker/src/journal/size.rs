@@ -113,6 +113,12 @@ heap_of_fields! {
     GroupMemberSummary => [group_id, member_id, group_instance_id],
     LeaveGroupSummary => [group_id, members],
     MetadataSummary => [topics],
+    TxnPartition => [topic],
+    AddPartitionsToTxnSummary => [transactional_id, partitions],
+    AddOffsetsToTxnSummary => [transactional_id, group_id],
+    TxnOffsetCommitSummary => [transactional_id, group_id, member_id, group_instance_id,
+        partitions],
+    EndTxnSummary => [transactional_id],
 }
 
 impl Heap for RequestSummary {
@@ -130,6 +136,10 @@ impl Heap for RequestSummary {
             Self::LeaveGroup(s) => s.heap(),
             Self::DeleteTopics(s) => s.heap(),
             Self::Metadata(s) => s.heap(),
+            Self::AddPartitionsToTxn(s) => s.heap(),
+            Self::AddOffsetsToTxn(s) => s.heap(),
+            Self::TxnOffsetCommit(s) => s.heap(),
+            Self::EndTxn(s) => s.heap(),
             Self::Other => 0,
         }
     }

@@ -11,6 +11,7 @@ pub use crate::state::batch::RecordDigest;
 
 pub(crate) use super::request::{add_digests, summarize};
 pub(crate) use super::response::{complete, error_codes};
+pub use super::txn_summary::*;
 
 /// Most items one summary keeps in its list: the partitions of a Produce, Fetch, ListOffsets
 /// or OffsetCommit request, the offsets of an OffsetFetch answer. Past it the first ones are
@@ -66,6 +67,14 @@ pub enum RequestSummary {
     DeleteTopics(Vec<DeletedTopic>),
     /// Metadata: the topics asked about (`null` for all topics).
     Metadata(MetadataSummary),
+    /// AddPartitionsToTxn: the transaction and the partitions added.
+    AddPartitionsToTxn(AddPartitionsToTxnSummary),
+    /// AddOffsetsToTxn: the transaction and the group added.
+    AddOffsetsToTxn(AddOffsetsToTxnSummary),
+    /// TxnOffsetCommit: the transaction, the group, member, generation and every offset.
+    TxnOffsetCommit(TxnOffsetCommitSummary),
+    /// EndTxn: the transaction, commit or abort, and the answer.
+    EndTxn(EndTxnSummary),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -81,6 +90,8 @@ impl RequestSummary {
             Self::OffsetCommit(s) => s.dropped_partitions,
             Self::OffsetFetch(s) => s.dropped_offsets,
             Self::Metadata(s) => s.dropped_topics,
+            Self::AddPartitionsToTxn(s) => s.dropped_partitions,
+            Self::TxnOffsetCommit(s) => s.dropped_partitions,
             _ => 0,
         }
     }

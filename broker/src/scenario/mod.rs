@@ -345,8 +345,8 @@ mod tests {
                 "kmock implements Produce 3–13",
             ),
             (
-                "api: EndTxn\nsilence: true",
-                "kmock does not implement EndTxn",
+                "api: DescribeTransactions\nsilence: true",
+                "kmock does not implement DescribeTransactions",
             ),
             (
                 "api: Fetch\nafter: 2s\nuntil: 1s\nsilence: true",

@@ -856,6 +856,40 @@ impl Groups {
         Ok(group)
     }
 
+    /// Checks a TxnOffsetCommit against the group, as Kafka's `OffsetMetadataManager.
+    /// validateTransactionalOffsetCommit` (`ClassicGroup.validateOffsetCommit` with
+    /// `isTransactional`): like an OffsetCommit, except that a request without member and
+    /// generation is taken whatever the group's state, and a rebalance does not refuse it.
+    ///
+    /// # Errors
+    /// ILLEGAL_GENERATION (also for a generation of a group that does not exist),
+    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID.
+    pub fn check_txn_commit(
+        &mut self,
+        group_id: &str,
+        generation_id: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Result<(), ResponseError> {
+        let Some(group) = self.groups.get(group_id) else {
+            if generation_id >= 0 {
+                return Err(ResponseError::IllegalGeneration);
+            }
+            self.groups.insert(group_id.to_owned(), Group::new());
+            return Ok(());
+        };
+        if generation_id < 0 && group.state == GroupState::Empty {
+            return Ok(());
+        }
+        if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
+            group.check_member(member_id, instance_id)?;
+            if generation_id != group.generation_id {
+                return Err(ResponseError::IllegalGeneration);
+            }
+        }
+        Ok(())
+    }
+
     /// The group, to change, if it exists.
     pub fn get_mut(&mut self, group_id: &str) -> Option<&mut Group> {
         self.groups.get_mut(group_id)

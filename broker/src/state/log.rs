@@ -2,11 +2,28 @@
 //!
 //! kmock keeps one replica per partition, so a batch is fully replicated the moment it is
 //! appended: the high watermark is the log end offset, as on a Kafka cluster whose ISR is the
-//! leader alone. Without transactions the last stable offset equals the high watermark.
+//! leader alone. The last stable offset is the first offset of the oldest transaction still
+//! open on the partition, or the high watermark when none is (Kafka's `UnifiedLog.
+//! firstUnstableOffset`); every aborted transaction is kept in an index, as Kafka's
+//! `.txnindex`, for read_committed fetches.
+
+use std::collections::HashMap;
 
 use bytes::{Bytes, BytesMut};
 
 use super::batch::{StoredBytes, ValidBatch};
+
+/// An aborted transaction on a partition (Kafka's `AbortedTxn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTxn {
+    /// The producer whose transaction it was.
+    pub producer_id: i64,
+    /// Offset of the transaction's first record on this partition (the marker's offset when
+    /// it wrote none).
+    pub first_offset: i64,
+    /// Offset of the abort marker.
+    pub last_offset: i64,
+}
 
 /// A batch as stored: bytes with broker-assigned offsets, plus the fields reads search by.
 #[derive(Debug, Clone)]
@@ -19,6 +36,8 @@ pub struct StoredBatch {
     pub max_timestamp: i64,
     /// Producer id, epoch and base sequence from the batch header (-1 when not idempotent).
     pub producer: (i64, i16, i32),
+    /// Whether it is a control batch (a transaction marker, written by the broker).
+    pub control: bool,
     /// The whole batch, ready to send in a Fetch response.
     pub bytes: StoredBytes,
 }
@@ -38,6 +57,10 @@ pub struct PartitionLog {
     batches: Vec<StoredBatch>,
     log_start_offset: i64,
     log_end_offset: i64,
+    /// First offset of each producer's open transaction on this partition.
+    ongoing: HashMap<i64, i64>,
+    /// Aborted transactions, by marker offset.
+    aborted: Vec<AbortedTxn>,
 }
 
 impl PartitionLog {
@@ -58,12 +81,19 @@ impl PartitionLog {
             batch.info.producer_epoch,
             batch.info.base_sequence,
         );
+        let control = batch.is_control();
+        if batch.info.transactional && !control {
+            self.ongoing
+                .entry(batch.info.producer_id)
+                .or_insert(base_offset);
+        }
         let bytes = batch.into_stored_bytes(base_offset, leader_epoch, log_append_time_ms);
         self.batches.push(StoredBatch {
             base_offset,
             last_offset: base_offset + count - 1,
             max_timestamp,
             producer,
+            control,
             bytes,
         });
         self.log_end_offset += count;
@@ -93,9 +123,51 @@ impl PartitionLog {
         self.log_end_offset
     }
 
-    /// Offset below which no transaction is open: without transactions, the high watermark.
+    /// Offset below which no transaction is open: the first offset of the oldest open
+    /// transaction, else the high watermark.
     pub fn last_stable_offset(&self) -> i64 {
-        self.high_watermark()
+        self.ongoing
+            .values()
+            .copied()
+            .min()
+            .map_or(self.high_watermark(), |first| {
+                first.min(self.high_watermark())
+            })
+    }
+
+    /// Whether producer `producer_id` has a transaction open on this partition (a transactional
+    /// batch appended and no marker since).
+    pub fn has_ongoing_transaction(&self, producer_id: i64) -> bool {
+        self.ongoing.contains_key(&producer_id)
+    }
+
+    /// Appends a commit or abort marker (a control batch, [`super::batch::control::marker`])
+    /// and closes the producer's transaction on this partition; an abort goes into the aborted
+    /// index, from the transaction's first offset (or the marker's, when it wrote nothing here)
+    /// to the marker, as Kafka's `ProducerAppendInfo.appendEndTxnMarker`. Returns the marker's
+    /// offset.
+    pub fn append_marker(&mut self, marker: ValidBatch, commit: bool, leader_epoch: i32) -> i64 {
+        let producer_id = marker.info.producer_id;
+        let offset = self.append(marker, leader_epoch, None).base_offset;
+        let first_offset = self.ongoing.remove(&producer_id).unwrap_or(offset);
+        if !commit {
+            self.aborted.push(AbortedTxn {
+                producer_id,
+                first_offset,
+                last_offset: offset,
+            });
+        }
+        offset
+    }
+
+    /// The aborted transactions a read_committed fetch of offsets `from..until` must be told
+    /// about: those whose range meets it (Kafka's `collectAbortedTransactions`).
+    pub fn aborted_between(&self, from: i64, until: i64) -> Vec<AbortedTxn> {
+        self.aborted
+            .iter()
+            .filter(|a| a.last_offset >= from && a.first_offset < until)
+            .copied()
+            .collect()
     }
 
     /// Whole batches holding offsets from `from` up to (not including) `until`, concatenated,

@@ -13,6 +13,7 @@ pub mod log;
 pub mod producer_state;
 pub mod producers;
 pub mod topics;
+pub mod txn;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -49,6 +50,8 @@ pub struct ClusterState {
     pub producers: ProducerIds,
     /// Consumer groups and their committed offsets.
     pub groups: groups::Groups,
+    /// Transactions, as their coordinators know them ([`txn`]).
+    pub transactions: txn::Transactions,
     topics_created: u64,
     id_seed: u64,
 }
@@ -93,6 +96,7 @@ impl ClusterState {
             names_by_collision_name: HashMap::new(),
             producers: ProducerIds::default(),
             groups: groups::Groups::default(),
+            transactions: txn::Transactions::default(),
             topics_created: 0,
             id_seed,
         }

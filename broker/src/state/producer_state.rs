@@ -156,6 +156,23 @@ impl ProducerStates {
         }
     }
 
+    /// Records a transaction marker of `producer_id` at `producer_epoch`: a higher epoch (the
+    /// coordinator fenced the producer) becomes the producer's, forgetting its batches, as
+    /// Kafka's `ProducerAppendInfo.appendEndTxnMarker`; sequences go on across transactions.
+    pub fn record_marker(&mut self, producer_id: i64, producer_epoch: i16) {
+        let entry = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(|| ProducerEntry {
+                epoch: producer_epoch,
+                batches: VecDeque::with_capacity(BATCHES_RETAINED),
+            });
+        if producer_epoch > entry.epoch {
+            entry.epoch = producer_epoch;
+            entry.batches.clear();
+        }
+    }
+
     /// Records an appended batch of a producer (no-op for producer id -1).
     pub fn record(&mut self, batch: &BatchInfo, base_offset: i64, log_append_time_ms: i64) {
         if batch.producer_id < 0 {

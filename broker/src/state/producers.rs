@@ -87,6 +87,32 @@ impl ProducerIds {
     }
 }
 
+impl ProducerIds {
+    /// Fences the producer of `transactional_id` by bumping its epoch once, as Kafka's
+    /// `TransactionMetadata.prepareFenceProducerEpoch` when an InitProducerId or the
+    /// transaction timeout aborts an open transaction: the fenced epoch is given to no client,
+    /// and no retry can claim an epoch before it (`lastProducerEpoch` is cleared).
+    ///
+    /// # Errors
+    /// [`Fenced`] when the id is unknown, or `expected` (KIP-360) names neither the current id
+    /// and epoch nor the ones before the last bump.
+    pub fn fence(
+        &mut self,
+        transactional_id: &str,
+        expected: Option<ProducerIdAndEpoch>,
+    ) -> Result<ProducerIdAndEpoch, Fenced> {
+        let known = self.transactional.get_mut(transactional_id).ok_or(Fenced)?;
+        if let Some(expected) = expected {
+            if known.current != expected && known.previous != Some(expected) {
+                return Err(Fenced);
+            }
+        }
+        known.current.producer_epoch = known.current.producer_epoch.saturating_add(1);
+        known.previous = None;
+        Ok(known.current)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

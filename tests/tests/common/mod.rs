@@ -103,3 +103,4 @@ pub mod idempotent;
 pub mod jsonl;
 pub mod member;
 pub mod requests;
+pub mod transactions;

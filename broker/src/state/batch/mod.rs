@@ -25,6 +25,7 @@
 //! - a compressed stream that does not decompress is INVALID_RECORD, where Kafka's
 //!   `KafkaException` answers UNKNOWN_SERVER_ERROR.
 
+pub mod control;
 pub mod decompress;
 pub mod digest;
 mod header;

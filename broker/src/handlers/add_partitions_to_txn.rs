@@ -1,0 +1,114 @@
+//! AddPartitionsToTxn (API key 24), versions 0–3 (the client versions).
+//!
+//! As Kafka's `KafkaApis.handleAddPartitionsToTxnRequest` and `TransactionCoordinator.
+//! handleAddPartitionsToTransaction`: a partition that does not exist fails the whole request,
+//! answered UNKNOWN_TOPIC_OR_PARTITION and every other partition OPERATION_NOT_ATTEMPTED; then
+//! an empty transactional id is INVALID_REQUEST, a broker other than the transaction
+//! coordinator answers NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE while its partition is
+//! offline), an unknown transactional id or another producer id INVALID_PRODUCER_ID_MAPPING,
+//! another epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2); otherwise the partitions
+//! join the transaction, which becomes Ongoing. Every partition gets the same answer.
+//!
+//! Deviations from Apache Kafka: v4 and v5 (the batched, broker-to-broker versions and the
+//! verify-only path, and transaction version 2) are not implemented; kmock verifies a
+//! transactional Produce against its coordinator state directly. CONCURRENT_TRANSACTIONS is
+//! never answered, since kmock ends a transaction while it answers its EndTxn.
+
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
+use kafka_protocol::protocol::VersionRange;
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+use crate::state::producers::ProducerIdAndEpoch;
+use crate::state::ClusterState;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
+
+/// Adds the partitions to the transaction, or answers why not.
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: AddPartitionsToTxnRequest,
+    version: i16,
+) -> AddPartitionsToTxnResponse {
+    let txn_id = request.v3_and_below_transactional_id.0.as_str();
+    let producer = ProducerIdAndEpoch {
+        producer_id: request.v3_and_below_producer_id.0,
+        producer_epoch: request.v3_and_below_producer_epoch,
+    };
+    let partitions: Vec<(String, i32)> = request
+        .v3_and_below_topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |&p| (t.name.0.to_string(), p)))
+        .collect();
+    let mut state = ctx.shared.state();
+    let missing = |state: &ClusterState, (topic, p): &(String, i32)| {
+        state
+            .topics
+            .get(topic)
+            .and_then(|t| t.partition(*p))
+            .is_none()
+    };
+    let result: Result<(), ResponseError> = if partitions.iter().any(|tp| missing(&state, tp)) {
+        Err(ResponseError::OperationNotAttempted)
+    } else {
+        check_coordinator(ctx, &state, txn_id).and_then(|()| {
+            let now = tokio::time::Instant::now();
+            state.add_to_transaction(txn_id, producer, &partitions, None, now)
+        })
+    };
+    let error_of = |tp: &(String, i32)| match result {
+        Ok(()) => 0,
+        Err(ResponseError::OperationNotAttempted) if missing(&state, tp) => {
+            ResponseError::UnknownTopicOrPartition.code()
+        }
+        Err(ResponseError::ProducerFenced) if version < 2 => {
+            ResponseError::InvalidProducerEpoch.code()
+        }
+        Err(e) => e.code(),
+    };
+    let topics = request
+        .v3_and_below_topics
+        .iter()
+        .map(|t| {
+            let results = t
+                .partitions
+                .iter()
+                .map(|&p| {
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(p)
+                        .with_partition_error_code(error_of(&(t.name.0.to_string(), p)))
+                })
+                .collect();
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(t.name.clone())
+                .with_results_by_partition(results)
+        })
+        .collect();
+    AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
+}
+
+/// The transaction coordinator's first checks, shared by the transaction APIs: an empty
+/// transactional id is INVALID_REQUEST; a broker that does not coordinate it answers
+/// NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE while its `__transaction_state` partition is
+/// offline (Kafka's `TransactionStateManager.getTransactionState`).
+///
+/// # Errors
+/// As above.
+pub fn check_coordinator(
+    ctx: &Ctx<'_>,
+    state: &ClusterState,
+    transactional_id: &str,
+) -> Result<(), ResponseError> {
+    if transactional_id.is_empty() {
+        return Err(ResponseError::InvalidRequest);
+    }
+    match state.transaction_coordinator(transactional_id) {
+        -1 => Err(ResponseError::CoordinatorNotAvailable),
+        node if node != ctx.node_id => Err(ResponseError::NotCoordinator),
+        _ => Ok(()),
+    }
+}

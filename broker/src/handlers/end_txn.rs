@@ -1,0 +1,68 @@
+//! EndTxn (API key 26), versions 0–4 (transaction version 1).
+//!
+//! As Kafka's `TransactionCoordinator.endTransaction` for transaction version 1: an empty
+//! transactional id is INVALID_REQUEST; a broker other than the transaction coordinator
+//! answers NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE while its partition is offline); an
+//! unknown transactional id or another producer id is INVALID_PRODUCER_ID_MAPPING; another
+//! epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2). An open transaction is committed or
+//! aborted: a control batch with the commit or abort marker is appended to every partition of
+//! the transaction (aborts enter the partition's aborted index, the last stable offset moves
+//! on), and the offsets its TxnOffsetCommits left pending become the groups' committed offsets
+//! (commit) or are dropped (abort). A retry of the EndTxn that ended the last transaction is
+//! answered NONE again; any other EndTxn without an open transaction is INVALID_TXN_STATE.
+//!
+//! Deviations from Apache Kafka: the markers are written before the answer, so the
+//! transaction is never seen in PrepareCommit or PrepareAbort and CONCURRENT_TRANSACTIONS is
+//! never answered; v5 (transaction version 2, an epoch bump on every EndTxn) is not
+//! implemented.
+
+use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
+use kafka_protocol::protocol::VersionRange;
+use kafka_protocol::ResponseError;
+
+use super::add_partitions_to_txn::check_coordinator;
+use super::Ctx;
+use crate::state::producers::ProducerIdAndEpoch;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+
+/// Commits or aborts the transaction, or answers why not.
+pub fn handle(ctx: &Ctx<'_>, request: EndTxnRequest, version: i16) -> EndTxnResponse {
+    let txn_id = request.transactional_id.0.as_str();
+    let producer = ProducerIdAndEpoch {
+        producer_id: request.producer_id.0,
+        producer_epoch: request.producer_epoch,
+    };
+    let now_ms = ctx.shared.now_ms();
+    let mut state = ctx.shared.state();
+    let result = check_coordinator(ctx, &state, txn_id)
+        .and_then(|()| state.end_transaction(txn_id, producer, request.committed, now_ms));
+    drop(state);
+    match result {
+        Ok(ended) => {
+            if !ended.markers.is_empty() {
+                tracing::debug!(
+                    transactional_id = txn_id,
+                    committed = ended.committed,
+                    markers = ended.markers.len(),
+                    "transaction ended"
+                );
+                ctx.shared.data_arrived.notify_waiters();
+            }
+            EndTxnResponse::default()
+                .with_producer_id(ProducerId(ended.producer.producer_id))
+                .with_producer_epoch(ended.producer.producer_epoch)
+        }
+        Err(error) => {
+            let error = match error {
+                ResponseError::ProducerFenced if version < 2 => ResponseError::InvalidProducerEpoch,
+                e => e,
+            };
+            EndTxnResponse::default()
+                .with_error_code(error.code())
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1)
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! TxnOffsetCommit (API key 28), versions 0–4 (transaction version 1).
+//!
+//! As Kafka's `KafkaApis.handleTxnOffsetCommitRequest` and the group coordinator's
+//! `commitTransactionalOffsets`, in Kafka's order: partitions of unknown topics get
+//! UNKNOWN_TOPIC_OR_PARTITION; then, for the rest, a broker other than the group's
+//! coordinator answers NOT_COORDINATOR, an empty group id INVALID_GROUP_ID; the transaction is
+//! verified (KIP-890 part 1): an unknown transactional id or another producer id is
+//! INVALID_PRODUCER_ID_MAPPING, another epoch INVALID_PRODUCER_EPOCH, a group not added with
+//! AddOffsetsToTxn TRANSACTION_ABORTABLE (INVALID_TXN_STATE before v4); then the group checks
+//! member and generation (KIP-447, from v3: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+//! FENCED_INSTANCE_ID; a rebalance does not refuse it); metadata over 4096 UTF-16 code units is
+//! OFFSET_METADATA_TOO_LARGE. Accepted offsets stay pending, invisible to OffsetFetch, until
+//! the transaction's EndTxn commits them (or drops them on abort).
+//!
+//! Deviations from Apache Kafka: v5 (transaction version 2) is not implemented.
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+use kafka_protocol::protocol::{StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::Ctx;
+use crate::state::groups::{CommittedOffset, MAX_METADATA_BYTES};
+use crate::state::ClusterState;
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+
+/// Keeps each partition's offset pending in the transaction, or answers why not.
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: TxnOffsetCommitRequest,
+    version: i16,
+) -> TxnOffsetCommitResponse {
+    let group_id = request.group_id.0.as_str();
+    let txn_id = request.transactional_id.0.as_str();
+    let mut state = ctx.shared.state();
+    let exists = |state: &ClusterState, topic: &str, p: i32| {
+        state
+            .topics
+            .get(topic)
+            .is_some_and(|t| t.partition(p).is_some())
+    };
+    let group = check(ctx, &mut state, &request, version);
+    let mut accepted = Vec::new();
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.as_str();
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let error = if !exists(&state, name, p.partition_index) {
+                        Some(ResponseError::UnknownTopicOrPartition)
+                    } else if let Err(e) = group {
+                        Some(e)
+                    } else if p
+                        .committed_metadata
+                        .as_ref()
+                        .is_some_and(|m| m.as_str().encode_utf16().count() > MAX_METADATA_BYTES)
+                    {
+                        Some(ResponseError::OffsetMetadataTooLarge)
+                    } else {
+                        accepted.push((
+                            (name.to_owned(), p.partition_index),
+                            CommittedOffset {
+                                offset: p.committed_offset,
+                                leader_epoch: p.committed_leader_epoch,
+                                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                            },
+                        ));
+                        None
+                    };
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(error.map_or(0, |e| e.code()))
+                })
+                .collect();
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    if !accepted.is_empty() {
+        tracing::debug!(
+            transactional_id = txn_id,
+            group_id,
+            offsets = accepted.len(),
+            "transactional offsets pending"
+        );
+        state.add_pending_offsets(group_id, request.producer_id.0, accepted);
+    }
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// The checks that answer every partition alike, in Kafka's order.
+fn check(
+    ctx: &Ctx<'_>,
+    state: &mut ClusterState,
+    request: &TxnOffsetCommitRequest,
+    version: i16,
+) -> Result<(), ResponseError> {
+    let group_id = request.group_id.0.as_str();
+    if !ctx.coordinates_group(state, group_id) {
+        return Err(ResponseError::NotCoordinator);
+    }
+    if group_id.is_empty() {
+        return Err(ResponseError::InvalidGroupId);
+    }
+    let txn = state
+        .transactions
+        .check_producer(
+            request.transactional_id.0.as_str(),
+            request.producer_id.0,
+            request.producer_epoch,
+        )
+        .map_err(|e| match e {
+            ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+            e => e,
+        })?;
+    if !txn.groups.contains(group_id) {
+        return Err(if version >= 4 {
+            ResponseError::TransactionAbortable
+        } else {
+            ResponseError::InvalidTxnState
+        });
+    }
+    state.groups.check_txn_commit(
+        group_id,
+        request.generation_id,
+        request.member_id.as_str(),
+        request.group_instance_id.as_ref().map(StrBytes::as_str),
+    )
+}

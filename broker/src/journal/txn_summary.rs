@@ -1,0 +1,226 @@
+//! Journal summaries of the transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn,
+//! TxnOffsetCommit and EndTxn, so that the order of a transaction's requests can be read in
+//! arrival order (InitProducerId and Produce carry the transactional id in their own summaries).
+
+use kafka_protocol::messages::{RequestKind, ResponseKind};
+use serde::{Deserialize, Serialize};
+
+use super::summary::{bounded_len, CommitPartition, RequestSummary, MAX_SUMMARY_ITEMS};
+
+/// `serde`'s test for a count left out of JSON when zero.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// An AddPartitionsToTxn request (v0–3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddPartitionsToTxnSummary {
+    /// Transactional id.
+    pub transactional_id: String,
+    /// Producer id sent.
+    pub producer_id: i64,
+    /// Producer epoch sent.
+    pub producer_epoch: i16,
+    /// One item per partition, in request order.
+    pub partitions: Vec<TxnPartition>,
+    /// Partitions past [`super::summary::MAX_SUMMARY_ITEMS`], counted, not kept (absent from
+    /// JSON when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_partitions: u64,
+}
+
+/// One partition added to a transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// Error code answered; `None` until answered.
+    pub error_code: Option<i16>,
+}
+
+/// An AddOffsetsToTxn request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddOffsetsToTxnSummary {
+    /// Transactional id.
+    pub transactional_id: String,
+    /// Producer id sent.
+    pub producer_id: i64,
+    /// Producer epoch sent.
+    pub producer_epoch: i16,
+    /// The group whose offsets the transaction will commit.
+    pub group_id: String,
+    /// Error code answered; `None` until answered.
+    pub error_code: Option<i16>,
+}
+
+/// A TxnOffsetCommit request: offsets committed inside a transaction, visible once it commits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnOffsetCommitSummary {
+    /// Transactional id.
+    pub transactional_id: String,
+    /// Group id.
+    pub group_id: String,
+    /// Producer id sent.
+    pub producer_id: i64,
+    /// Producer epoch sent.
+    pub producer_epoch: i16,
+    /// Generation id sent (v3+, KIP-447), -1 for none.
+    pub generation_id: i32,
+    /// Member id sent (v3+), empty for none.
+    pub member_id: String,
+    /// Static member id sent, if any.
+    pub group_instance_id: Option<String>,
+    /// One item per partition, in request order.
+    pub partitions: Vec<CommitPartition>,
+    /// Partitions past [`super::summary::MAX_SUMMARY_ITEMS`], counted, not kept (absent from
+    /// JSON when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_partitions: u64,
+}
+
+/// An EndTxn request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndTxnSummary {
+    /// Transactional id.
+    pub transactional_id: String,
+    /// Producer id sent.
+    pub producer_id: i64,
+    /// Producer epoch sent.
+    pub producer_epoch: i16,
+    /// `true` to commit, `false` to abort.
+    pub committed: bool,
+    /// Error code answered; `None` until answered.
+    pub error_code: Option<i16>,
+}
+
+/// The summary of a transaction API request, `None` for other APIs.
+pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
+    Some(match request {
+        RequestKind::AddPartitionsToTxn(r) => {
+            let total = r
+                .v3_and_below_topics
+                .iter()
+                .map(|t| t.partitions.len())
+                .sum();
+            let partitions: Vec<_> = r
+                .v3_and_below_topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(move |&p| TxnPartition {
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p,
+                        error_code: None,
+                    })
+                })
+                .take(MAX_SUMMARY_ITEMS)
+                .collect();
+            RequestSummary::AddPartitionsToTxn(AddPartitionsToTxnSummary {
+                transactional_id: r.v3_and_below_transactional_id.0.as_str().to_owned(),
+                producer_id: r.v3_and_below_producer_id.0,
+                producer_epoch: r.v3_and_below_producer_epoch,
+                dropped_partitions: bounded_len(total, partitions.len()),
+                partitions,
+            })
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            RequestSummary::AddOffsetsToTxn(AddOffsetsToTxnSummary {
+                transactional_id: r.transactional_id.0.as_str().to_owned(),
+                producer_id: r.producer_id.0,
+                producer_epoch: r.producer_epoch,
+                group_id: r.group_id.0.as_str().to_owned(),
+                error_code: None,
+            })
+        }
+        RequestKind::TxnOffsetCommit(r) => {
+            let total = r.topics.iter().map(|t| t.partitions.len()).sum();
+            let partitions: Vec<_> = r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(move |p| CommitPartition {
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p.partition_index,
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata: p.committed_metadata.as_ref().map(|m| m.as_str().to_owned()),
+                        error_code: None,
+                    })
+                })
+                .take(MAX_SUMMARY_ITEMS)
+                .collect();
+            RequestSummary::TxnOffsetCommit(TxnOffsetCommitSummary {
+                transactional_id: r.transactional_id.0.as_str().to_owned(),
+                group_id: r.group_id.0.as_str().to_owned(),
+                producer_id: r.producer_id.0,
+                producer_epoch: r.producer_epoch,
+                generation_id: r.generation_id,
+                member_id: r.member_id.as_str().to_owned(),
+                group_instance_id: r.group_instance_id.as_ref().map(|m| m.as_str().to_owned()),
+                dropped_partitions: bounded_len(total, partitions.len()),
+                partitions,
+            })
+        }
+        RequestKind::EndTxn(r) => RequestSummary::EndTxn(EndTxnSummary {
+            transactional_id: r.transactional_id.0.as_str().to_owned(),
+            producer_id: r.producer_id.0,
+            producer_epoch: r.producer_epoch,
+            committed: r.committed,
+            error_code: None,
+        }),
+        _ => return None,
+    })
+}
+
+/// Fills the answered fields of a transaction API summary from its response (items matched
+/// by position: handlers answer in request order).
+pub(super) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
+    match (summary, response) {
+        (RequestSummary::AddPartitionsToTxn(s), ResponseKind::AddPartitionsToTxn(r)) => {
+            let answers = r
+                .results_by_topic_v3_and_below
+                .iter()
+                .flat_map(|t| &t.results_by_partition);
+            for (p, a) in s.partitions.iter_mut().zip(answers) {
+                p.error_code = Some(a.partition_error_code);
+            }
+        }
+        (RequestSummary::AddOffsetsToTxn(s), ResponseKind::AddOffsetsToTxn(r)) => {
+            s.error_code = Some(r.error_code);
+        }
+        (RequestSummary::TxnOffsetCommit(s), ResponseKind::TxnOffsetCommit(r)) => {
+            let answers = r.topics.iter().flat_map(|t| &t.partitions);
+            for (p, a) in s.partitions.iter_mut().zip(answers) {
+                p.error_code = Some(a.error_code);
+            }
+        }
+        (RequestSummary::EndTxn(s), ResponseKind::EndTxn(r)) => {
+            s.error_code = Some(r.error_code);
+        }
+        _ => {}
+    }
+}
+
+/// The error codes of a transaction API response, `None` for other APIs.
+pub(super) fn error_codes(response: &ResponseKind) -> Option<Vec<i16>> {
+    Some(match response {
+        ResponseKind::AddPartitionsToTxn(r) => std::iter::once(r.error_code)
+            .chain(
+                r.results_by_topic_v3_and_below
+                    .iter()
+                    .flat_map(|t| &t.results_by_partition)
+                    .map(|p| p.partition_error_code),
+            )
+            .collect(),
+        ResponseKind::AddOffsetsToTxn(r) => vec![r.error_code],
+        ResponseKind::TxnOffsetCommit(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| p.error_code)
+            .collect(),
+        ResponseKind::EndTxn(r) => vec![r.error_code],
+        _ => return None,
+    })
+}

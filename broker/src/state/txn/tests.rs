@@ -1,0 +1,159 @@
+//! The coordinator's transitions, markers and pending offsets, without the wire.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+use tokio::time::Instant;
+
+use super::TxnState;
+use crate::state::groups::CommittedOffset;
+use crate::state::producers::ProducerIdAndEpoch;
+use crate::state::{ClusterState, Placement};
+
+const PLACEMENT: Placement = Placement {
+    default_replication_factor: 1,
+    offsets_topic_partitions: 50,
+};
+
+fn state_with_topic() -> ClusterState {
+    let mut state = ClusterState::new(vec![1], PLACEMENT, 0);
+    state.create_topic("t", 2, None, BTreeMap::new()).unwrap();
+    state
+}
+
+fn offset(offset: i64) -> CommittedOffset {
+    CommittedOffset {
+        offset,
+        leader_epoch: -1,
+        metadata: None,
+    }
+}
+
+fn open(state: &mut ClusterState, id: &str, group: Option<&str>) -> ProducerIdAndEpoch {
+    let producer = state
+        .init_transactional_producer(id, 60_000, None, 0)
+        .unwrap();
+    let partitions = [("t".to_owned(), 0), ("t".to_owned(), 1)];
+    state
+        .add_to_transaction(id, producer, &partitions, group, Instant::now())
+        .unwrap();
+    producer
+}
+
+#[test]
+fn a_commit_writes_a_marker_to_every_partition_and_commits_the_pending_offsets() {
+    let mut state = state_with_topic();
+    state.groups.check_txn_commit("g", -1, "", None).unwrap();
+    let producer = open(&mut state, "tx", Some("g"));
+    state.add_pending_offsets(
+        "g",
+        producer.producer_id,
+        vec![(("t".into(), 0), offset(5))],
+    );
+    assert!(state.transactions.has_pending_offset("g", "t", 0));
+    assert!(
+        state.groups.get("g").unwrap().offsets.is_empty(),
+        "pending until commit"
+    );
+    let ended = state.end_transaction("tx", producer, true, 0).unwrap();
+    let markers: Vec<(i32, i64)> = ended
+        .markers
+        .iter()
+        .map(|m| (m.partition, m.offset))
+        .collect();
+    assert_eq!(markers, vec![(0, 0), (1, 0)]);
+    let p0 = state.topics["t"].partition(0).unwrap();
+    assert_eq!(p0.log.last_stable_offset(), 1);
+    assert!(p0.log.aborted_between(0, 1).is_empty());
+    assert_eq!(
+        state.groups.get("g").unwrap().offsets[&("t".into(), 0)].offset,
+        5
+    );
+    assert_eq!(
+        state.transactions.get("tx").unwrap().state,
+        TxnState::CompleteCommit
+    );
+}
+
+#[test]
+fn an_abort_drops_the_pending_offsets_and_enters_the_aborted_index() {
+    let mut state = state_with_topic();
+    state.groups.check_txn_commit("g", -1, "", None).unwrap();
+    let producer = open(&mut state, "tx", Some("g"));
+    state.add_pending_offsets(
+        "g",
+        producer.producer_id,
+        vec![(("t".into(), 0), offset(5))],
+    );
+    state.end_transaction("tx", producer, false, 0).unwrap();
+    assert!(state.groups.get("g").unwrap().offsets.is_empty());
+    assert!(!state.transactions.has_pending_offset("g", "t", 0));
+    let aborted = state.topics["t"]
+        .partition(1)
+        .unwrap()
+        .log
+        .aborted_between(0, 1);
+    assert_eq!(
+        aborted
+            .iter()
+            .map(|a| (a.producer_id, a.first_offset, a.last_offset))
+            .collect::<Vec<_>>(),
+        vec![(producer.producer_id, 0, 0)]
+    );
+    // A retried abort is answered again; a commit has nothing to commit.
+    assert!(state
+        .end_transaction("tx", producer, false, 0)
+        .unwrap()
+        .markers
+        .is_empty());
+    assert_eq!(
+        state.end_transaction("tx", producer, true, 0),
+        Err(ResponseError::InvalidTxnState)
+    );
+}
+
+#[test]
+fn a_new_instance_aborts_the_open_transaction_with_a_fencing_epoch_then_bumps_again() {
+    let mut state = state_with_topic();
+    let old = open(&mut state, "tx", None);
+    assert_eq!(
+        state.init_transactional_producer("tx", 60_000, None, 0),
+        Err(ResponseError::ConcurrentTransactions)
+    );
+    let txn = state.transactions.get("tx").unwrap();
+    assert_eq!(
+        (txn.state, txn.producer_epoch),
+        (TxnState::CompleteAbort, 1)
+    );
+    let new = state
+        .init_transactional_producer("tx", 60_000, None, 0)
+        .unwrap();
+    assert_eq!((new.producer_id, new.producer_epoch), (old.producer_id, 2));
+    assert_eq!(
+        state.end_transaction("tx", old, true, 0),
+        Err(ResponseError::ProducerFenced)
+    );
+}
+
+#[test]
+fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
+    let mut state = state_with_topic();
+    let producer = state.init_transactional_producer("tx", 1, None, 0).unwrap();
+    let start = Instant::now();
+    state
+        .add_to_transaction("tx", producer, &[("t".into(), 0)], None, start)
+        .unwrap();
+    assert!(
+        state.abort_timed_out_transactions(start, 0).is_empty(),
+        "not yet"
+    );
+    let later = start + std::time::Duration::from_millis(1);
+    let aborted = state.abort_timed_out_transactions(later, 0);
+    assert_eq!(aborted.len(), 1);
+    assert!(!aborted[0].1.committed);
+    assert_eq!(aborted[0].1.producer.producer_epoch, 1);
+    assert_eq!(
+        state.add_to_transaction("tx", producer, &[], None, later),
+        Err(ResponseError::ProducerFenced)
+    );
+}

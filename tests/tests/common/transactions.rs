@@ -1,0 +1,160 @@
+//! Transaction API requests as a transactional producer sends them (transaction version 1), and
+//! transactional Produce requests.
+
+use bytes::Bytes;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest, ProducerId,
+    TransactionalId,
+};
+use kafka_protocol::records::{Compression, Record};
+use kmock_client::{encode_batch, record};
+
+use super::{name, text};
+
+/// A transactional id from a `&str`.
+pub fn txn_id(s: &str) -> TransactionalId {
+    TransactionalId(text(s))
+}
+
+/// InitProducerId for `transactional_id` with `timeout_ms`, naming no producer id.
+pub fn init_producer_id(transactional_id: &str, timeout_ms: i32) -> InitProducerIdRequest {
+    InitProducerIdRequest::default()
+        .with_transactional_id(Some(txn_id(transactional_id)))
+        .with_transaction_timeout_ms(timeout_ms)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1)
+}
+
+/// AddPartitionsToTxn (v0–3 form) adding `topic`'s `partitions`.
+pub fn add_partitions(
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    topic: &str,
+    partitions: &[i32],
+) -> AddPartitionsToTxnRequest {
+    AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(txn_id(transactional_id))
+        .with_v3_and_below_producer_id(ProducerId(producer_id))
+        .with_v3_and_below_producer_epoch(epoch)
+        .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+            .with_name(name(topic))
+            .with_partitions(partitions.to_vec())])
+}
+
+/// EndTxn committing (`commit`) or aborting.
+pub fn end_txn(
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+) -> EndTxnRequest {
+    EndTxnRequest::default()
+        .with_transactional_id(txn_id(transactional_id))
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_committed(commit)
+}
+
+/// A Produce request (acks=all) of `transactional_id` holding one transactional batch of
+/// `count` records from `producer_id` at `epoch`, sequences from `first`, for
+/// `topic`-`partition`.
+pub fn transactional_batch(
+    transactional_id: &str,
+    topic: &str,
+    partition: i32,
+    (producer_id, epoch): (i64, i16),
+    first: i32,
+    count: usize,
+) -> ProduceRequest {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            producer_id,
+            producer_epoch: epoch,
+            sequence: first + i as i32,
+            transactional: true,
+            ..record(b"k", b"v")
+        })
+        .collect();
+    let bytes: Bytes = encode_batch(&records, Compression::None).expect("an encodable batch");
+    ProduceRequest::default()
+        .with_transactional_id(Some(txn_id(transactional_id)))
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(bytes))])])
+}
+
+/// The latest offset of `topic`-`partition` as ListOffsets v5 answers it at `isolation_level`
+/// (0 read_uncommitted: the high watermark; 1 read_committed: the last stable offset).
+pub async fn latest_offset(
+    client: &kmock_client::Client,
+    topic: &str,
+    partition: i32,
+    isolation_level: i8,
+) -> anyhow::Result<i64> {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest};
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation_level)
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(partition)
+                .with_current_leader_epoch(-1)
+                .with_timestamp(-1)])]);
+    let answer = client.send(request, 5).await?;
+    let p = &answer.topics[0].partitions[0];
+    anyhow::ensure!(
+        p.error_code == 0,
+        "ListOffsets: {}",
+        super::err(p.error_code)
+    );
+    Ok(p.offset)
+}
+
+/// AddOffsetsToTxn adding `group`.
+pub fn add_offsets(
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    group: &str,
+) -> kafka_protocol::messages::AddOffsetsToTxnRequest {
+    kafka_protocol::messages::AddOffsetsToTxnRequest::default()
+        .with_transactional_id(txn_id(transactional_id))
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_group_id(kafka_protocol::messages::GroupId(text(group)))
+}
+
+/// TxnOffsetCommit of `offset` for `topic`-0 from outside group management (generation -1).
+pub fn txn_offset_commit(
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    group: &str,
+    topic: &str,
+    offset: i64,
+) -> kafka_protocol::messages::TxnOffsetCommitRequest {
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    kafka_protocol::messages::TxnOffsetCommitRequest::default()
+        .with_transactional_id(txn_id(transactional_id))
+        .with_group_id(kafka_protocol::messages::GroupId(text(group)))
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_generation_id(-1)
+        .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)
+                .with_committed_leader_epoch(-1)])])
+}

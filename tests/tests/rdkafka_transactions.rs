@@ -1,0 +1,234 @@
+//! librdkafka's transactional producer (the rdkafka crate, `transactional.id`) against kmock's
+//! transaction coordinator: committed transactions are visible to a read_committed consumer
+//! and aborted ones never, a read_uncommitted consumer sees both, the offsets sent in a
+//! committed transaction become the group's and those of an aborted one never do, and a
+//! second producer with the same transactional id fences the first.
+
+use std::time::Duration;
+
+use kmock::journal::RequestSummary;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+
+/// Generous bound on each client call: it only turns a hang into a failure.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+fn transactional_producer(bootstrap: &str, transactional_id: &str) -> FutureProducer {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("transactional.id", transactional_id)
+        .create()
+        .unwrap()
+}
+
+/// Sends `values` to `topic`, alternating between partitions 0 and 1, and waits for each
+/// delivery report.
+async fn send(producer: &FutureProducer, topic: &str, values: &[String]) {
+    for (i, value) in values.iter().enumerate() {
+        let record = FutureRecord::to(topic)
+            .partition(i as i32 % 2)
+            .key("k")
+            .payload(value);
+        producer
+            .send(record, HANG_GUARD)
+            .await
+            .unwrap_or_else(|(e, _)| panic!("{value}: {e}"));
+    }
+}
+
+fn values(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// Every record value of partitions 0 and 1 of `topic`, read from the start to the end the
+/// consumer's isolation level lets it see (librdkafka's partition EOF: the last stable offset
+/// for read_committed, the high watermark for read_uncommitted), in offset order per
+/// partition.
+async fn read_all(bootstrap: &str, topic: &str, isolation_level: &str) -> Vec<Vec<String>> {
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "reader")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .set("isolation.level", isolation_level)
+        .create()
+        .unwrap();
+    let mut assignment = TopicPartitionList::new();
+    for p in 0..2 {
+        assignment
+            .add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&assignment).unwrap();
+    let mut read = vec![Vec::new(), Vec::new()];
+    let mut at_end = [false, false];
+    while !at_end.iter().all(|&e| e) {
+        match tokio::time::timeout(HANG_GUARD, consumer.recv()).await {
+            Err(_) => panic!(
+                "{isolation_level}: no end of partition within the hang guard; read {read:?}"
+            ),
+            Ok(Err(KafkaError::PartitionEOF(p))) => at_end[p as usize] = true,
+            Ok(Err(e)) => panic!("{isolation_level}: {e}"),
+            Ok(Ok(m)) => {
+                let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+                read[m.partition() as usize].push(value);
+            }
+        }
+    }
+    read
+}
+
+/// The values of `all` sent to partition `p` by [`send`].
+fn on_partition(all: &[String], p: usize) -> Vec<String> {
+    all.iter().skip(p).step_by(2).cloned().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_transactions_are_read_and_aborted_ones_are_not() {
+    let cluster = kmock::Cluster::builder()
+        .brokers(3)
+        .topic("out", 2)
+        .topic("in", 2)
+        .start()
+        .await
+        .unwrap();
+    let bootstrap = cluster.bootstrap();
+    let producer = transactional_producer(&bootstrap, "txn-a");
+    producer.init_transactions(HANG_GUARD).unwrap();
+    // The offsets are committed for a group no consumer has joined (generation -1).
+    let group: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", "g")
+        .create()
+        .unwrap();
+    let metadata = group.group_metadata().unwrap();
+    let offsets = |o0: i64, o1: i64| {
+        let mut list = TopicPartitionList::new();
+        list.add_partition_offset("in", 0, Offset::Offset(o0))
+            .unwrap();
+        list.add_partition_offset("in", 1, Offset::Offset(o1))
+            .unwrap();
+        list
+    };
+
+    // Committed, with offsets; aborted, with offsets; committed again, without offsets.
+    let (first, aborted, last) = (values("c", 6), values("a", 6), values("d", 4));
+    producer.begin_transaction().unwrap();
+    send(&producer, "out", &first).await;
+    producer
+        .send_offsets_to_transaction(&offsets(5, 7), &metadata, HANG_GUARD)
+        .unwrap();
+    producer.commit_transaction(HANG_GUARD).unwrap();
+    producer.begin_transaction().unwrap();
+    send(&producer, "out", &aborted).await;
+    producer
+        .send_offsets_to_transaction(&offsets(9, 9), &metadata, HANG_GUARD)
+        .unwrap();
+    producer.abort_transaction(HANG_GUARD).unwrap();
+    producer.begin_transaction().unwrap();
+    send(&producer, "out", &last).await;
+    producer.commit_transaction(HANG_GUARD).unwrap();
+
+    let committed = read_all(&bootstrap, "out", "read_committed").await;
+    let everything = read_all(&bootstrap, "out", "read_uncommitted").await;
+    for p in 0..2 {
+        let expected: Vec<String> = [on_partition(&first, p), on_partition(&last, p)].concat();
+        assert_eq!(committed[p], expected, "read_committed, partition {p}");
+        let expected: Vec<String> = [
+            on_partition(&first, p),
+            on_partition(&aborted, p),
+            on_partition(&last, p),
+        ]
+        .concat();
+        assert_eq!(everything[p], expected, "read_uncommitted, partition {p}");
+    }
+    // Each partition: 3 + 3 + 2 records and a marker after each transaction.
+    let (low, high) = group.fetch_watermarks("out", 0, HANG_GUARD).unwrap();
+    assert_eq!((low, high), (0, 11));
+
+    let mut asked = TopicPartitionList::new();
+    asked.add_partition("in", 0);
+    asked.add_partition("in", 1);
+    let got = group.committed_offsets(asked, HANG_GUARD).unwrap();
+    let got: Vec<(i32, Offset)> = got
+        .elements()
+        .iter()
+        .map(|e| (e.partition(), e.offset()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(0, Offset::Offset(5)), (1, Offset::Offset(7))],
+        "the offsets of the committed transaction, not the aborted one's"
+    );
+    // The journal has each transaction's EndTxn, in order, answered NONE, and the offsets sent.
+    let journal = cluster.journal();
+    let ends: Vec<(bool, Option<i16>)> = journal
+        .api("EndTxn")
+        .filter_map(|e| match &e.request {
+            Some(RequestSummary::EndTxn(s)) => Some((s.committed, s.error_code)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        vec![(true, Some(0)), (false, Some(0)), (true, Some(0))]
+    );
+    let sent: Vec<(String, Vec<i64>)> = journal
+        .api("TxnOffsetCommit")
+        .filter_map(|e| match &e.request {
+            Some(RequestSummary::TxnOffsetCommit(s)) => Some((
+                s.group_id.clone(),
+                s.partitions.iter().map(|p| p.offset).collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        vec![("g".to_owned(), vec![5, 7]), ("g".to_owned(), vec![9, 9])]
+    );
+    cluster.check(&kmock::Checks::default()).assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_producer_with_the_same_transactional_id_fences_the_first() {
+    let cluster = kmock::Cluster::builder()
+        .topic("out", 2)
+        .start()
+        .await
+        .unwrap();
+    let bootstrap = cluster.bootstrap();
+    let first = transactional_producer(&bootstrap, "txn-b");
+    first.init_transactions(HANG_GUARD).unwrap();
+    first.begin_transaction().unwrap();
+    send(&first, "out", &values("zombie", 2)).await;
+
+    // The second instance's InitProducerId aborts the first's open transaction.
+    let second = transactional_producer(&bootstrap, "txn-b");
+    second.init_transactions(HANG_GUARD).unwrap();
+    second.begin_transaction().unwrap();
+    send(&second, "out", &values("live", 2)).await;
+    second.commit_transaction(HANG_GUARD).unwrap();
+
+    let refused = first
+        .commit_transaction(HANG_GUARD)
+        .expect_err("the fenced producer's commit");
+    let KafkaError::Transaction(e) = &refused else {
+        panic!("not a transaction error: {refused}");
+    };
+    // librdkafka reports the broker's INVALID_PRODUCER_EPOCH (EndTxn before v2) as its local
+    // fatal `Fenced` error.
+    assert!(e.is_fatal(), "fencing is fatal: {e}");
+    assert_eq!(e.code(), RDKafkaErrorCode::Fenced, "{e}");
+
+    let committed = read_all(&bootstrap, "out", "read_committed").await;
+    assert_eq!(
+        committed,
+        vec![vec!["live0".to_owned()], vec!["live1".to_owned()]]
+    );
+    cluster.check(&kmock::Checks::default()).assert_clean();
+}
