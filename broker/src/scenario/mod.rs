@@ -45,7 +45,7 @@ mod rules;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub(crate) use rules::screaming;
 pub use rules::{api_named, parse_rule, RuleSpec};
@@ -55,55 +55,69 @@ use crate::cluster::{ClusterBuilder, KafkaVersion};
 use crate::error::Error;
 use crate::faults::Rule;
 
-/// A scenario file.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// A scenario file. Serializes to YAML `Scenario::parse` reads back (unset fields left out):
+/// `kmock hunt` writes its findings so.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Brokers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brokers: Option<usize>,
     /// First broker's port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// Address to listen on and advertise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<std::net::IpAddr>,
     /// Seed of `probability` rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Kafka version whose behaviour to copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kafka_version: Option<String>,
     /// Whether Metadata creates unknown topics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_create_topics: Option<bool>,
     /// Partitions of an auto-created topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_partitions: Option<i32>,
     /// Replicas of each partition of a new topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replication_factor: Option<usize>,
     /// Journal entries kept in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_capacity: Option<usize>,
     /// Kafka's `connections.max.idle.ms`.
-    #[serde(default, with = "humantime_serde_opt")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde_opt")]
     pub connections_max_idle: Option<Duration>,
     /// Kafka's `max.connections`, per broker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<usize>,
     /// The bearer token `kmock serve`'s control API requires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_token: Option<String>,
     /// Estimated heap bytes of journal kept in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_max_bytes: Option<usize>,
     /// Topics created at start.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topics: Vec<TopicSpec>,
     /// Fault rules in force from the start.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleSpec>,
     /// Checks to run when the cluster stops.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
     /// `stuck-client`'s limit: retries without the recovery step ([`Checks::stuck_after`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_after: Option<usize>,
     /// Cluster operations to run while serving ([`crate::schedule`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<crate::schedule::OperationSpec>,
 }
 
 /// A topic of a scenario.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopicSpec {
     /// Name.
@@ -116,7 +130,7 @@ pub struct TopicSpec {
 mod humantime_serde_opt {
     use std::time::Duration;
 
-    use serde::{Deserialize, Deserializer};
+    use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let text = String::deserialize(d)?;
@@ -125,6 +139,15 @@ mod humantime_serde_opt {
                 "bad duration {text:?} ({e}); write e.g. 40ms or 2s"
             ))
         })
+    }
+
+    /// `40ms`, `1s 500ms`: as read. Only called for `Some` (fields skip `None`).
+    #[allow(clippy::ref_option)]
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            None => s.serialize_none(),
+        }
     }
 }
 
