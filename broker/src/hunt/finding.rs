@@ -116,7 +116,11 @@ impl Finding {
             .of_kind(&self.kind)
             .filter(|v| v.severity == Severity::Violation)
             .collect();
-        let _ = writeln!(t, "Verdicts of the run shown ({} violations of this kind):", of_kind.len());
+        let _ = writeln!(
+            t,
+            "Verdicts of the run shown ({} violations of this kind):",
+            of_kind.len()
+        );
         for v in of_kind.iter().take(LISTED) {
             let _ = writeln!(t, "  {} [{}]: {}", v.kind, v.key, v.message);
         }

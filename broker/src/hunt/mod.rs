@@ -158,7 +158,9 @@ pub async fn hunt(
         took: Duration::ZERO,
     };
     if let Some(kind) = baseline.primary_kind() {
-        let finding = hunter.found(0, &kind, Vec::new(), baseline, &summary).await?;
+        let finding = hunter
+            .found(0, &kind, Vec::new(), baseline, &summary)
+            .await?;
         summary.findings.push(finding);
     }
     let budget = options.runs.or(options.time.is_none().then_some(20));
@@ -237,7 +239,10 @@ pub fn table(summary: &Summary) -> String {
             f.kind,
             format!("{} → {}", f.before.len(), f.after.len()),
             format!("{}/{}", f.reproduced.0, f.reproduced.1),
-            f.files.first().map(|p| p.display().to_string()).unwrap_or_default()
+            f.files
+                .first()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
         );
     }
     let again: Vec<String> = summary
@@ -253,7 +258,11 @@ pub fn table(summary: &Summary) -> String {
         summary.total_runs,
         summary.took,
         summary.warnings,
-        if again.is_empty() { "none".to_owned() } else { again.join(", ") }
+        if again.is_empty() {
+            "none".to_owned()
+        } else {
+            again.join(", ")
+        }
     );
     t
 }

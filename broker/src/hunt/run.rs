@@ -127,8 +127,14 @@ pub async fn run(
     let pid = child.id();
     let tail = Tail::default();
     let readers = [
-        child.stdout.take().map(|o| tokio::spawn(lines(o, tail.clone()))),
-        child.stderr.take().map(|e| tokio::spawn(lines(e, tail.clone()))),
+        child
+            .stdout
+            .take()
+            .map(|o| tokio::spawn(lines(o, tail.clone()))),
+        child
+            .stderr
+            .take()
+            .map(|e| tokio::spawn(lines(e, tail.clone()))),
     ];
     let waited = tokio::time::timeout(deadline, child.wait()).await;
     let (status, hung) = match waited {
@@ -143,7 +149,10 @@ pub async fn run(
         // open is not waited for.
         let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
     }
-    let output_tail = tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+    let output_tail = tail
+        .lock()
+        .map(|t| t.iter().cloned().collect())
+        .unwrap_or_default();
     operations.abort();
     control.shutdown().await;
     cluster.shutdown().await;

@@ -44,7 +44,13 @@ pub enum Fault {
 
 /// Errors Kafka answers `api` with: plain retriable ones, ones a correct client recovers from
 /// by a protocol step, and fatal ones. Names as in the protocol.
-fn errors(api: &str) -> (&'static [&'static str], &'static [&'static str], &'static [&'static str]) {
+fn errors(
+    api: &str,
+) -> (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+) {
     const COORDINATOR: &[&str] = &[
         "NOT_COORDINATOR",
         "COORDINATOR_NOT_AVAILABLE",
@@ -222,7 +228,8 @@ fn rule(dice: &mut Dice, api: &str, traffic: &Traffic, fatal: bool) -> RuleSpec 
         ..RuleSpec::default()
     };
     let (retriable, recoverable, fatal_errors) = errors(api);
-    let can_error = !retriable.is_empty() && crate::scenario::api_named(api).is_ok_and(crate::faults::supports_error);
+    let can_error = !retriable.is_empty()
+        && crate::scenario::api_named(api).is_ok_and(crate::faults::supports_error);
     let action = dice.weighted(&[3, u32::from(can_error) * 3, 2, 2, 1, 1]);
     let mut delay = || Duration::from_millis(DELAYS_MS[dice.below(DELAYS_MS.len())]);
     match action {
@@ -344,7 +351,10 @@ pub fn simpler(fault: &Fault) -> Vec<Fault> {
             if rule.after.is_some() || rule.until.is_some() {
                 push(&|r| (r.after, r.until) = (None, None));
             }
-            let halve = |d: Option<Duration>| d.filter(|d| *d >= Duration::from_millis(2)).map(|d| ms(d.as_secs_f64() * 500.0));
+            let halve = |d: Option<Duration>| {
+                d.filter(|d| *d >= Duration::from_millis(2))
+                    .map(|d| ms(d.as_secs_f64() * 500.0))
+            };
             if let Some(d) = halve(rule.delay) {
                 push(&|r| r.delay = Some(d));
             }
@@ -402,7 +412,8 @@ mod tests {
         }
         t.brokers.extend([1, 2, 3]);
         t.groups.insert("shipping".into());
-        t.partitions.extend((0..4).map(|p| ("orders".to_owned(), p)));
+        t.partitions
+            .extend((0..4).map(|p| ("orders".to_owned(), p)));
         t.start = Duration::from_millis(30);
         t.span = Duration::from_millis(2_500);
         t
@@ -462,7 +473,10 @@ mod tests {
             }
         }
         // Every action and count shape was drawn (a seeded, fixed set).
-        assert!(rules > 1_500 && operations > 100, "{rules} rules, {operations} ops");
+        assert!(
+            rules > 1_500 && operations > 100,
+            "{rules} rules, {operations} ops"
+        );
     }
 
     #[test]

@@ -44,12 +44,9 @@ impl Traffic {
                     .filter(|(t, _)| !t.starts_with("__"))
                     .map(|(t, p)| (t.to_owned(), p)),
             );
-            traffic.producer_ids.extend(
-                entry
-                    .producer_ids()
-                    .into_iter()
-                    .filter(|pid| *pid >= 0),
-            );
+            traffic
+                .producer_ids
+                .extend(entry.producer_ids().into_iter().filter(|pid| *pid >= 0));
             first = first.min(entry.at_us);
             last = last.max(entry.at_us);
         }

@@ -88,7 +88,11 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_capacity: Option<usize>,
     /// Kafka's `connections.max.idle.ms`.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub connections_max_idle: Option<Duration>,
     /// Kafka's `max.connections`, per broker.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -51,16 +51,36 @@ pub struct RuleSpec {
     pub times: Option<String>,
     /// In force from this long after the cluster started (a scenario's rule) or after the
     /// rule was added (`POST /rules`).
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub after: Option<Duration>,
     /// In force until this long after the same origin, excluded.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub until: Option<Duration>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub delay: Option<Duration>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub delay_response: Option<Duration>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub throttle: Option<Duration>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub disconnect: bool,
