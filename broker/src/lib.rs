@@ -49,6 +49,7 @@ mod faults;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handlers;
+pub mod hunt;
 pub mod journal;
 pub mod limits;
 pub mod scenario;

@@ -18,33 +18,41 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cluster::Cluster;
 use crate::error::Error;
 
 /// One scheduled cluster operation.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationSpec {
     /// When, after the schedule starts.
     #[serde(with = "humantime_serde_required")]
     pub at: Duration,
     /// Repeat period; `None` runs it once.
-    #[serde(default, with = "humantime_serde_optional")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_optional"
+    )]
     pub every: Option<Duration>,
     /// Take this broker down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_down: Option<i32>,
     /// Bring this broker back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_up: Option<i32>,
     /// Move a partition's leader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub move_leader: Option<MoveLeader>,
     /// Move a group's coordinator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub move_coordinator: Option<MoveCoordinator>,
 }
 
 /// Where to move a partition's leader.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MoveLeader {
     /// Topic.
@@ -56,7 +64,7 @@ pub struct MoveLeader {
 }
 
 /// Where to move a group's coordinator.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MoveCoordinator {
     /// Group id.
@@ -135,7 +143,12 @@ pub async fn run(cluster: Cluster, operations: Vec<OperationSpec>) {
 mod humantime_serde_required {
     use std::time::Duration;
 
-    use serde::{Deserialize, Deserializer};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// `500ms`, `1s 500ms`: as read.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(d)?;
@@ -150,7 +163,16 @@ mod humantime_serde_required {
 mod humantime_serde_optional {
     use std::time::Duration;
 
-    use serde::Deserializer;
+    use serde::{Deserializer, Serializer};
+
+    /// Only called for `Some` (the field skips `None`).
+    #[allow(clippy::ref_option)]
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::humantime_serde_required::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         super::humantime_serde_required::deserialize(d).map(Some)

@@ -46,7 +46,7 @@ mod rules;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub(crate) use rules::screaming;
 pub use rules::{api_named, parse_rule, RuleSpec};
@@ -56,60 +56,78 @@ use crate::cluster::{ClusterBuilder, KafkaVersion};
 use crate::error::Error;
 use crate::faults::Rule;
 
-/// A scenario file.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// A scenario file. Serializes to YAML `Scenario::parse` reads back (unset fields left out):
+/// `kmock hunt` writes its findings so.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Brokers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brokers: Option<usize>,
     /// First broker's port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// Address to listen on and advertise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<std::net::IpAddr>,
     /// Seed of `probability` rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Kafka version whose behaviour to copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kafka_version: Option<String>,
     /// Whether Metadata creates unknown topics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_create_topics: Option<bool>,
     /// Partitions of an auto-created topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_partitions: Option<i32>,
     /// Replicas of each partition of a new topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replication_factor: Option<usize>,
     /// Journal entries kept in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_capacity: Option<usize>,
     /// Kafka's `connections.max.idle.ms`: a duration, or `off` (`Some(None)`) to keep idle
     /// connections open however long.
-    #[serde(default, deserialize_with = "idle_or_off")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "idle_or_off")]
     pub connections_max_idle: Option<Option<Duration>>,
     /// Kafka's `max.connections`, per broker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<usize>,
     /// The bearer token `kmock serve`'s control API requires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_token: Option<String>,
     /// Estimated heap bytes of journal kept in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_max_bytes: Option<usize>,
     /// Topics created at start.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topics: Vec<TopicSpec>,
     /// Fault rules in force from the start.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleSpec>,
     /// Checks to run when the cluster stops.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
     /// `stuck-client`'s limit: retries without the recovery step ([`Checks::stuck_after`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_after: Option<usize>,
     /// `stuck-client`'s window: how soon a client must recover not to be named
     /// ([`Checks::stuck_for`]), e.g. `5s`.
-    #[serde(default, with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub stuck_for: Option<Duration>,
     /// Cluster operations to run while serving ([`crate::schedule`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<crate::schedule::OperationSpec>,
 }
 
 /// A topic of a scenario.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopicSpec {
     /// Name.
@@ -120,22 +138,39 @@ pub struct TopicSpec {
 
 /// `connections_max_idle`: a duration other than zero (which would close every connection at
 /// once), or `off`.
-fn idle_or_off<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<Option<Duration>>, D::Error> {
-    let text = String::deserialize(d)?;
-    if text.eq_ignore_ascii_case("off") {
-        return Ok(Some(None));
+mod idle_or_off {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<Duration>>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.eq_ignore_ascii_case("off") {
+            return Ok(Some(None));
+        }
+        match humantime::parse_duration(&text) {
+            Ok(idle) if !idle.is_zero() => Ok(Some(Some(idle))),
+            Ok(_) => Err(serde::de::Error::custom(
+                "connections_max_idle of zero would close every connection at once; write `off` \
+                 to keep idle connections open",
+            )),
+            Err(e) => Err(serde::de::Error::custom(format!(
+                "bad connections_max_idle {text:?} ({e}); write e.g. 10m, 30s or off"
+            ))),
+        }
     }
-    match humantime::parse_duration(&text) {
-        Ok(idle) if !idle.is_zero() => Ok(Some(Some(idle))),
-        Ok(_) => Err(serde::de::Error::custom(
-            "connections_max_idle of zero would close every connection at once; write `off` to \
-             keep idle connections open",
-        )),
-        Err(e) => Err(serde::de::Error::custom(format!(
-            "bad connections_max_idle {text:?} ({e}); write e.g. 10m, 30s or off"
-        ))),
+
+    pub fn serialize<S: Serializer>(
+        idle: &Option<Option<Duration>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match idle {
+            Some(Some(d)) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            Some(None) => s.serialize_str("off"),
+            None => s.serialize_none(),
+        }
     }
 }
 
@@ -143,7 +178,7 @@ fn idle_or_off<'de, D: serde::Deserializer<'de>>(
 pub(crate) mod humantime_serde_opt {
     use std::time::Duration;
 
-    use serde::{Deserialize, Deserializer};
+    use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let text = String::deserialize(d)?;
@@ -152,6 +187,15 @@ pub(crate) mod humantime_serde_opt {
                 "bad duration {text:?} ({e}); write e.g. 40ms or 2s"
             ))
         })
+    }
+
+    /// `40ms`, `1s 500ms`: as read. Only called for `Some` (fields skip `None`).
+    #[allow(clippy::ref_option)]
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            None => s.serialize_none(),
+        }
     }
 }
 
@@ -397,6 +441,10 @@ mod tests {
         );
         assert_eq!(idle("off").unwrap().connections_max_idle, Some(None));
         assert_eq!(Scenario::parse("{}").unwrap().connections_max_idle, None);
+        for text in ["30s", "off"] {
+            let written = serde_yaml::to_string(&idle(text).unwrap()).unwrap();
+            assert_eq!(written, format!("connections_max_idle: {text}\n"));
+        }
         assert!(idle("0s").unwrap_err().contains("write `off`"));
         assert!(idle("soon")
             .unwrap_err()

@@ -6,53 +6,98 @@ use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::humantime_serde_opt;
 use crate::faults::{Rule, Times};
 
-/// A fault rule of a scenario, in the vocabulary of [`Rule`].
-#[derive(Debug, Clone, Default, Deserialize)]
+/// A fault rule of a scenario, in the vocabulary of [`Rule`]. Serializes to the YAML it is
+/// read from (unset fields left out), so that `kmock hunt` can write the rules it drew as a
+/// scenario.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(missing_docs)]
 pub struct RuleSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub api: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versions: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactional_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub producer_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nth: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times: Option<String>,
     /// In force from this long after the cluster started (a scenario's rule) or after the
     /// rule was added (`POST /rules`).
-    #[serde(default, with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub after: Option<Duration>,
     /// In force until this long after the same origin, excluded.
-    #[serde(default, with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub until: Option<Duration>,
-    #[serde(default, with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub delay: Option<Duration>,
-    #[serde(default, with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub delay_response: Option<Duration>,
-    #[serde(default, with = "humantime_serde_opt")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
     pub throttle: Option<Duration>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub disconnect: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub disconnect_after_apply: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub silence: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<serde_yaml::Value>,
+}
+
+/// `skip_serializing_if` for flags: a `false` action flag is left out.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Parses one fault rule written in the scenario's rule vocabulary (one item of `rules:`), as

@@ -1,0 +1,109 @@
+//! The `kmock hunt` binary: its exit statuses, its summary table, and a finding's scenario that
+//! `kmock serve --config` accepts. The workloads are shell commands (with kcat, librdkafka's
+//! command-line client, for traffic) whose verdict does not depend on the faults drawn.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+mod common;
+
+use common::{Server, KCAT};
+
+/// A fresh directory for `test`'s files.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kmock-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `kmock hunt ARGS`: exit status, stdout, stderr.
+fn hunt(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kmock"))
+        .arg("hunt")
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("kmock runs");
+    (
+        out.status.code().expect("kmock exits"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_workload_that_sends_nothing_is_bad_input() {
+    let dir = scratch("hunt-nothing");
+    let out = dir.join("out");
+    let (status, _, stderr) = hunt(&["--runs", "1", "--out", out.to_str().unwrap(), "--", "true"]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(
+        stderr.contains("the workload sent no request in its fault-free run"),
+        "{stderr}"
+    );
+    let (status, _, stderr) = hunt(&["--runs", "1", "--", "/nonexistent/workload"]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stderr.contains("cannot start the workload"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_failing_workload_is_a_finding_written_as_a_scenario_kmock_serve_accepts() {
+    let dir = scratch("hunt-failing");
+    let base = dir.join("base.yaml");
+    std::fs::write(&base, "port: 0\ntopics:\n  - { name: t, partitions: 2 }\n").unwrap();
+    let out = dir.join("out");
+    // Lists the cluster's metadata, then fails whatever happened.
+    let script = format!(
+        "{KCAT} -b \"$KAFKA_BOOTSTRAP_SERVERS\" -L -m 5 >/dev/null 2>&1; echo listed; exit 3"
+    );
+    let (status, stdout, stderr) = hunt(&[
+        "--config",
+        base.to_str().unwrap(),
+        "--runs",
+        "2",
+        "--reruns",
+        "1",
+        "--seed",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(status, 1, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    // The fault-free run failed: finding 1, with no fault to shrink; both schedules after it
+    // failed again.
+    assert!(
+        stdout.contains("workload-failed") && stdout.contains("0 → 0") && stdout.contains("1/1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 findings in 2 schedules (4 runs in all")
+            && stdout.contains("seen again: workload-failed 2"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("hunt: fault-free run: "), "{stderr}");
+    assert!(stderr.contains("hunt: run 2/2"), "{stderr}");
+    let text = std::fs::read_to_string(out.join("finding-1.txt")).unwrap();
+    assert!(
+        text.contains("exit status: 3") && text.contains("  | listed"),
+        "{text}"
+    );
+    let journal = std::fs::read_to_string(out.join("finding-1.journal.jsonl")).unwrap();
+    assert!(journal.contains("\"api\":\"Metadata\""), "{journal}");
+    let yaml = out.join("finding-1.yaml");
+    let scenario = std::fs::read_to_string(&yaml).unwrap();
+    assert!(
+        scenario.starts_with("# kmock hunt, finding 1: workload-failed, reproduced in 1 of 1 runs")
+            && scenario.contains("seed: 4"),
+        "{scenario}"
+    );
+    let (mut server, json) = Server::start_json(&["--config", yaml.to_str().unwrap()]);
+    assert_eq!(json["brokers"].as_array().map(Vec::len), Some(1), "{json}");
+    server.stop();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

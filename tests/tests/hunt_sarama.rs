@@ -1,0 +1,219 @@
+//! `kmock hunt` (`kmock::hunt`) over Sarama's idempotent async producer
+//! (`fixtures/clients/go/producer`), from a base scenario with only the shape (3 brokers, topic
+//! `events` with 6 partitions, the sequence checks; no rules): the hunt learns the producer's
+//! traffic, draws seeded fault schedules over it, and must find the sequence violation
+//! `sarama_idempotent_producer` names for v1.42.1 within a small budget, and write a
+//! `finding-N.yaml` that reproduces it when served as `kmock serve --config` serves it. v1.61.1
+//! gives no finding in the same budget and seed.
+//!
+//! The workload is the producer as a shell command reading `KAFKA_BOOTSTRAP_SERVERS`, as a
+//! user's would. The budget: `KMOCK_HUNT_RUNS` schedules (default 20), seed `KMOCK_HUNT_SEED`
+//! (default 2); a run takes about a second, a shrink 10–20 s. The finding's reproduction is
+//! probabilistic (a race in the client): the buggy release gets up to 3 attempts at it; the
+//! hunt itself is judged once.
+//!
+//! v1.42.1's bug also shows as `workload-failed` (the producer fails messages with "out of
+//! order sequence number" and trips its own assertion "message out of sequence added to a
+//! batch") in runs where the checks only warn (the client recovered by bumping its epoch);
+//! the test asks for a sequence check's violation.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use kmock::hunt::{self, Options, Workload};
+use kmock::{Checks, Scenario};
+use kmock_tests::go_client;
+
+const TOPIC: &str = "events";
+/// The sequence checks of `fixtures/scenarios/idempotent-disconnects.yaml`.
+const CHECKS: [&str; 5] = [
+    "sequence-gap",
+    "sequence-reorder",
+    "sequence-overlap",
+    "epoch-not-reset",
+    "epoch-regression",
+];
+/// A hang guard only: the producer gives up by itself after 30 s.
+const DEADLINE: Duration = Duration::from_secs(90);
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}={v:?} is not a number"))
+        })
+        .unwrap_or(default)
+}
+
+/// The base scenario: the shape, no rules.
+fn base() -> Scenario {
+    Scenario::parse(&format!(
+        "brokers: 3\nport: 0\ntopics:\n  - {{ name: {TOPIC}, partitions: 6 }}\nchecks: [{}]\n",
+        CHECKS.join(", ")
+    ))
+    .expect("the base scenario parses")
+}
+
+/// The producer as a user's shell command: 500 messages, one a millisecond.
+fn workload(binary: &Path) -> Workload {
+    let script = format!(
+        "exec \"$0\" -brokers \"$KAFKA_BOOTSTRAP_SERVERS\" -topic {TOPIC} -messages 500 \
+         -interval 1ms -timeout 30s"
+    );
+    Workload {
+        program: "sh".into(),
+        args: vec!["-c".into(), script.into(), binary.into()],
+    }
+}
+
+/// A fresh output directory for `test`.
+fn out_dir(test: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("kmock-{test}-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    Ok(dir)
+}
+
+/// The hunt of the test: budget and seed from the environment.
+fn options(out: PathBuf) -> Result<Options> {
+    let mut options = Options::new(base());
+    options.checks = Checks::named(&CHECKS).map_err(anyhow::Error::msg)?;
+    options.check_names = CHECKS.iter().map(|c| (*c).to_owned()).collect();
+    options.runs = Some(usize::try_from(env_or("KMOCK_HUNT_RUNS", 20))?);
+    options.seed = env_or("KMOCK_HUNT_SEED", 2);
+    options.out = out;
+    options.deadline = DEADLINE;
+    options.reruns = 2;
+    options.shrink_tries = 12;
+    Ok(options)
+}
+
+/// Serves `scenario_file` as `kmock serve --config` does (its shape, rules, operations and
+/// checks; free ports), runs the producer at `binary` against it once, and gives the kinds of
+/// violation the scenario's checks find.
+async fn serve_and_run(scenario_file: &Path, binary: &Path) -> Result<Vec<String>> {
+    let scenario = Scenario::load(scenario_file)?;
+    let cluster = scenario.builder()?.port(0).start().await?;
+    for rule in scenario.rules()? {
+        cluster.add_rule(rule)?;
+    }
+    let operations = tokio::spawn(kmock::schedule::run(
+        cluster.clone(),
+        scenario.operations.clone(),
+    ));
+    let bootstrap = cluster.bootstrap();
+    let args = [
+        "-brokers",
+        &bootstrap,
+        "-topic",
+        TOPIC,
+        "-messages",
+        "500",
+        "-interval",
+        "1ms",
+        "-timeout",
+        "30s",
+    ];
+    let out = go_client::run(binary, &args, DEADLINE).await?;
+    operations.abort();
+    cluster.shutdown().await;
+    let checks = scenario.checks()?.context("the finding names its check")?;
+    let report = cluster.check(&checks);
+    println!(
+        "replay: producer {:?} in {:.2?}\n{report}",
+        out.status, out.took
+    );
+    Ok(report
+        .violations
+        .iter()
+        .filter(|v| v.severity == kmock::check::Severity::Violation)
+        .map(|v| v.kind.clone())
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hunt_finds_sarama_v1_42_1_sequence_violations_and_writes_a_scenario_that_reproduces_them(
+) -> Result<()> {
+    let binary = go_client::build("producer", "v1.42.1")?;
+    let out = out_dir("hunt-v1.42.1")?;
+    let mut options = options(out.clone())?;
+    options.max_findings = Some(3);
+    let summary = hunt::hunt(&options, &workload(&binary), &mut |line| println!("{line}")).await?;
+    print!("{}", hunt::table(&summary));
+    // The sequence violation that reproduced most often.
+    let finding = summary
+        .findings
+        .iter()
+        .filter(|f| CHECKS.contains(&f.kind.as_str()))
+        .max_by_key(|f| f.reproduced.0)
+        .with_context(|| {
+            format!(
+                "no sequence violation in {} schedules (seed {}): {:?}",
+                summary.runs, options.seed, summary.findings
+            )
+        })?;
+    ensure!(
+        !finding.after.is_empty() && finding.after.len() <= finding.before.len(),
+        "shrunk from {} to {} faults",
+        finding.before.len(),
+        finding.after.len()
+    );
+    let yaml = out.join(format!("finding-{}.yaml", finding.number));
+    for file in &finding.files {
+        ensure!(file.is_file(), "{} was not written", file.display());
+    }
+    let text = std::fs::read_to_string(&yaml)?;
+    println!("{}:\n{text}", yaml.display());
+    ensure!(
+        text.contains(&format!("checks:\n- {}", finding.kind)),
+        "the scenario names no check:\n{text}"
+    );
+    let mut seen = Vec::new();
+    for attempt in 1..=3 {
+        let kinds = serve_and_run(&yaml, &binary).await?;
+        if kinds.contains(&finding.kind) {
+            println!(
+                "finding-{} reproduced {} at attempt {attempt}",
+                finding.number, finding.kind
+            );
+            std::fs::remove_dir_all(&out)?;
+            return Ok(());
+        }
+        seen.push(kinds);
+    }
+    anyhow::bail!(
+        "{} served 3 times did not reproduce {} (violations {seen:?}):\n{text}",
+        yaml.display(),
+        finding.kind
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_hunt_finds_nothing_in_sarama_v1_61_1() -> Result<()> {
+    let binary = go_client::build("producer", "v1.61.1")?;
+    let out = out_dir("hunt-v1.61.1")?;
+    let options = options(out.clone())?;
+    let summary = hunt::hunt(&options, &workload(&binary), &mut |line| println!("{line}")).await?;
+    print!("{}", hunt::table(&summary));
+    let reports: Vec<String> = summary
+        .findings
+        .iter()
+        .map(|f| std::fs::read_to_string(&f.files[1]).unwrap_or_default())
+        .collect();
+    ensure!(
+        summary.findings.is_empty(),
+        "v1.61.1: {} findings:\n{}",
+        summary.findings.len(),
+        reports.join("\n")
+    );
+    ensure!(
+        summary.runs == options.runs.unwrap_or(0),
+        "{} schedules tried",
+        summary.runs
+    );
+    std::fs::remove_dir_all(&out)?;
+    Ok(())
+}
