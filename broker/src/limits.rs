@@ -1,5 +1,5 @@
 //! Connection limits: Kafka's idle timeout (`connections.max.idle.ms`) and connection cap
-//! (`max.connections`), and kmock's frame timeout ([`crate::connection`]).
+//! (`max.connections`), and kmock's frame timeout (`connection`).
 //!
 //! **Idle connections**, as Kafka's `Selector` measures them: a connection is idle from its
 //! last socket activity — bytes read from it, or an answer written to it — and closed once

@@ -41,6 +41,7 @@ pub use helpers::{
     FETCH_PARTITION_MAX_BYTES, FETCH_VERSION, METADATA_VERSION, PRODUCE_TIMEOUT_MS,
     PRODUCE_VERSION,
 };
-/// The protocol crate this client is built on; use it for message types
+/// The protocol crate this client is built on (kmock-kafka-protocol, kafka-protocol 0.18 with
+/// kmock's patches: see its README); use it for message types
 /// (`kafka_protocol::messages::*`), records and the `Request` trait.
 pub use kafka_protocol;

@@ -2,6 +2,7 @@
 //! programs in other languages), a cluster started from a scenario file, and numbered messages
 //! produced and read back with librdkafka ([`numbered`]), a real Apache Kafka ([`real_kafka`])
 //! and the differential harness that compares kmock with it ([`conformance`]).
+#![warn(missing_docs)]
 
 pub mod build_cache;
 pub mod client_program;

@@ -6,7 +6,7 @@
 //!   same member in the same generation, or by anyone with [`CommitScope::Group`]) — the
 //!   committed position moved backwards, so a restart re-delivers messages;
 //! - `commit-for-unassigned-partition`: a member commits a partition it did not own when the
-//!   commit arrived, as the group's rebalance protocol says ([`super::rebalance`]): under an
+//!   commit arrived, as the group's rebalance protocol says (`rebalance`): under an
 //!   eager one (`range`, `roundrobin`, `sticky`) it owns nothing from its JoinGroup until its
 //!   SyncGroup answer, then exactly its new assignment; under a cooperative one
 //!   (`cooperative-sticky`) it keeps its assignment across the rebalance, and may still commit

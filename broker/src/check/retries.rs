@@ -16,7 +16,7 @@
 //! confused when one of them reconnects: give producers their own client id (the Java client
 //! does by default) where it matters.
 //!
-//! **Which records** ([`relation`]). A batch resends a failed one when it carries some of its
+//! **Which records** (`relation`). A batch resends a failed one when it carries some of its
 //! records, and the batch stored in between must be new data, all produced after the failed
 //! records: with the same producer id and epoch by sequences (overlapping; all after), else by
 //! the record timestamp ranges of the batch headers (overlapping; all after; Sarama leaves the

@@ -3,7 +3,7 @@
 //! count as one of the last five batches stored in that epoch (`ProducerStateEntry.
 //! findDuplicateBatch`, `NUM_BATCHES_TO_RETAIN`) — and that the client was told was written
 //! (answered NONE, with the original's base offset), but whose records are not the original's:
-//! their digests differ ([`crate::state::batch::digest`]). The client reused sequence numbers
+//! their digests differ (`state::batch::digest`). The client reused sequence numbers
 //! for other data, and those records were never stored although it was told they were.
 //!
 //! The check follows the batches, not the answers: the model of the last five batches stored

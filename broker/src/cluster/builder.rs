@@ -124,7 +124,8 @@ impl ClusterBuilder {
     }
 
     /// Entries the journal keeps in memory; when full the oldest go and are counted in
-    /// [`JournalSnapshot::evicted`]. Default 1,000,000. 0 keeps none (a sink still gets all);
+    /// [`JournalSnapshot::evicted`](crate::JournalSnapshot::evicted). Default 1,000,000. 0 keeps
+    /// none (a sink still gets all);
     /// 0 without a sink turns the journal off: requests are numbered, not decoded into entries
     /// (fault rules still see an entry).
     pub fn journal_capacity(mut self, entries: usize) -> Self {
@@ -134,7 +135,8 @@ impl ClusterBuilder {
 
     /// Bytes the journal keeps in memory, as estimated from each entry's heap size when it is
     /// appended and when it is completed; past them the oldest entries go and are counted in
-    /// [`JournalSnapshot::evicted`], as past [`Self::journal_capacity`]. Default
+    /// [`JournalSnapshot::evicted`](crate::JournalSnapshot::evicted), as past
+    /// [`Self::journal_capacity`]. Default
     /// [`DEFAULT_MAX_BYTES`](crate::journal::DEFAULT_MAX_BYTES), 512 MiB. 0 keeps none, as a
     /// capacity of 0 does.
     pub fn journal_max_bytes(mut self, bytes: usize) -> Self {

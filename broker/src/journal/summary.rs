@@ -158,10 +158,10 @@ pub struct ProducePartition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crc: Option<u32>,
     /// The identity of each record of the batch, in record order
-    /// ([`crate::state::batch::digest`]), set once the broker has walked the batch: `None` for a
+    /// (`state::batch::digest`), set once the broker has walked the batch: `None` for a
     /// batch it never walked (refused before its records were read, held back by a fault, or
     /// with the journal off), one whose records are invalid, one past the request's bound
-    /// ([`crate::state::batch::digest::MAX_REQUEST_DIGESTS`]), and in older journals.
+    /// (`state::batch::digest::MAX_REQUEST_DIGESTS`, 2^20), and in older journals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digests: Option<Vec<RecordDigest>>,
 }

@@ -1,3 +1,9 @@
+//! kmock-kafka-protocol: kafka-protocol 0.18.0 with kmock's patches (kmock patch: this
+//! paragraph). Decoding refuses element counts larger than the bytes left, can charge what it
+//! allocates against a budget ([`protocol::budget`]), bounds decompression at 256 MiB per batch
+//! and reads every member of a multi-member gzip stream; the crate's README lists each change.
+//! Everything else is upstream's, documented below.
+//!
 //! Implementation of [the Kafka wire protocol](https://kafka.apache.org/protocol.html) in Rust.
 //!
 //! This library follows the approach of the Kafka project and generates the protocol through

@@ -861,11 +861,15 @@ impl Record {
         // Timestamp delta
         let timestamp_delta: i64 = types::VarLong.decode(buf)?;
         // kmock patch: wrap instead of panicking on hostile input (release builds wrap anyway).
-        let timestamp = batch_decode_info.min_timestamp.wrapping_add(timestamp_delta);
+        let timestamp = batch_decode_info
+            .min_timestamp
+            .wrapping_add(timestamp_delta);
 
         // Offset delta
         let offset_delta: i32 = types::VarInt.decode(buf)?;
-        let offset = batch_decode_info.min_offset.wrapping_add(offset_delta as i64);
+        let offset = batch_decode_info
+            .min_offset
+            .wrapping_add(offset_delta as i64);
         let sequence = batch_decode_info.base_sequence.wrapping_add(offset_delta);
 
         // Key

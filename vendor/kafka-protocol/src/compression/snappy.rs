@@ -83,7 +83,10 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
             let actual_len = decompress_len(&compressed).context("failed to read snappy header")?;
             // kmock patch: the length is the sender's claim; bound it before allocating.
             if actual_len > super::MAX_DECOMPRESSED_BYTES {
-                anyhow::bail!("snappy batch claims {actual_len} bytes, more than {}", super::MAX_DECOMPRESSED_BYTES);
+                anyhow::bail!(
+                    "snappy batch claims {actual_len} bytes, more than {}",
+                    super::MAX_DECOMPRESSED_BYTES
+                );
             }
             let mut tmp = BytesMut::zeroed(actual_len);
             Decoder::new()
@@ -113,7 +116,10 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
             if uncompressed_block_start.saturating_add(uncompressed_block_length)
                 > super::MAX_DECOMPRESSED_BYTES
             {
-                anyhow::bail!("snappy batch decompresses to more than {} bytes", super::MAX_DECOMPRESSED_BYTES);
+                anyhow::bail!(
+                    "snappy batch decompresses to more than {} bytes",
+                    super::MAX_DECOMPRESSED_BYTES
+                );
             }
             uncompressed.resize(
                 uncompressed_block_start.saturating_add(uncompressed_block_length),

@@ -77,7 +77,10 @@ mod tests {
     fn a_charge_past_the_budget_fails_and_the_budget_ends_with_its_scope() {
         with_budget(100, || {
             charge(60).unwrap();
-            assert!(charge(41).unwrap_err().to_string().contains("decode budget exceeded"));
+            assert!(charge(41)
+                .unwrap_err()
+                .to_string()
+                .contains("decode budget exceeded"));
             charge(40).unwrap();
         });
         charge(usize::MAX).unwrap();

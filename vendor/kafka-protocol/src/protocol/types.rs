@@ -988,7 +988,10 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
                 // kmock patch: every element takes at least one byte, so a length above the
                 // bytes left is malformed; refuse it before allocating (upstream PRs #152/#200).
                 if n as usize > bytes::Buf::remaining(buf) {
-                    bail!("array length {n} exceeds the {} bytes left", bytes::Buf::remaining(buf));
+                    bail!(
+                        "array length {n} exceeds the {} bytes left",
+                        bytes::Buf::remaining(buf)
+                    );
                 }
                 // kmock patch: charge the decoded size against the decode budget (budget.rs).
                 super::budget::charge_array::<T>(n as usize)?;
@@ -1102,7 +1105,11 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
             n => {
                 // kmock patch: as for Array, refuse a length above the bytes left.
                 if (n - 1) as usize > bytes::Buf::remaining(buf) {
-                    bail!("compact array length {} exceeds the {} bytes left", n - 1, bytes::Buf::remaining(buf));
+                    bail!(
+                        "compact array length {} exceeds the {} bytes left",
+                        n - 1,
+                        bytes::Buf::remaining(buf)
+                    );
                 }
                 // kmock patch: charge the decoded size against the decode budget (budget.rs).
                 super::budget::charge_array::<T>((n - 1) as usize)?;
