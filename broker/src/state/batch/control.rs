@@ -59,6 +59,8 @@ pub fn marker(
     let bytes: Bytes = batch.freeze();
     ValidBatch {
         info: header(&bytes).expect("a whole header was written"),
+        // The marker's one record carries the batch's timestamp (delta 0).
+        record_timestamps: Some((timestamp_ms, timestamp_ms)),
         bytes,
     }
 }
