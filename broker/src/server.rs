@@ -11,6 +11,7 @@
 //! `connections.max.idle.ms`, one beyond the broker's `max.connections`, and one whose frame
 //! stalls; a warning says which.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -395,13 +396,16 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
 }
 
 /// Kafka's name of an API key, or `Unknown(<key>)`.
-fn api_name(key: i16) -> String {
-    ApiKey::try_from(key).map_or_else(|()| format!("Unknown({key})"), |api| format!("{api:?}"))
+fn api_name(key: i16) -> Cow<'static, str> {
+    ApiKey::try_from(key).map_or_else(
+        |()| Cow::Owned(format!("Unknown({key})")),
+        |api| Cow::Borrowed(codec::api_name(api)),
+    )
 }
 
 /// What a journal entry records of a decoded request.
 struct Recorded {
-    api: String,
+    api: &'static str,
     version: i16,
     correlation_id: i32,
     client_id: Option<String>,
@@ -410,7 +414,7 @@ struct Recorded {
 
 impl Recorded {
     fn fill(self, entry: &mut Entry) {
-        entry.api = Some(self.api);
+        entry.api = Some(Cow::Borrowed(self.api));
         entry.version = Some(self.version);
         entry.correlation_id = Some(self.correlation_id);
         entry.client_id = self.client_id;
@@ -422,7 +426,7 @@ impl Recorded {
 fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
     match decoded {
         Decoded::Request(request) => Recorded {
-            api: format!("{:?}", request.api_key),
+            api: codec::api_name(request.api_key),
             version: request.version,
             correlation_id: request.header.correlation_id,
             client_id: request
@@ -438,7 +442,7 @@ fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
             correlation_id,
             version,
         } => Recorded {
-            api: format!("{:?}", ApiKey::ApiVersions),
+            api: codec::api_name(ApiKey::ApiVersions),
             version: *version,
             correlation_id: *correlation_id,
             client_id: None,
