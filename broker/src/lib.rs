@@ -51,6 +51,7 @@ pub mod fuzzing;
 mod handlers;
 pub mod journal;
 pub mod limits;
+mod outbox;
 pub mod scenario;
 pub mod schedule;
 mod server;
