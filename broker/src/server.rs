@@ -5,7 +5,9 @@
 //! journal `seq` is its arrival order, even while an earlier request on the same connection is
 //! still being handled — and the processor handles them one at a time, in order, writing each
 //! answer before taking the next (Kafka's guarantee that responses on a connection come back in
-//! request order), then completes the journal entry. Connections are independent of each other.
+//! request order) to the connection's [`crate::outbox`], which sends the answers written when
+//! no further request is queued or before a request's handling waits, then completes their
+//! journal entries. Connections are independent of each other.
 //! A frame that cannot be read or decoded is journaled as a bad request and closes its
 //! connection only. The connection limits ([`crate::limits`]) close a connection idle past
 //! `connections.max.idle.ms`, one beyond the broker's `max.connections`, and one whose frame
