@@ -130,7 +130,8 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
     pub fn abandon(&mut self) {
         self.buffer = Vec::new();
         for Unsent { seq, digests, .. } in self.unsent.drain(..) {
-            self.journal.finish(seq, |entry| add_digests(entry, digests));
+            self.journal
+                .finish(seq, |entry| add_digests(entry, digests));
         }
     }
 }

@@ -244,7 +244,10 @@ async fn an_answer_made_goes_out_before_a_later_request_on_its_connection_waits(
             .await
             .unwrap();
         let produced = producer.produce("t", 0, &[record(b"k", b"v")], 1).await;
-        assert_eq!(produced.unwrap().responses[0].partition_responses[0].error_code, 0);
+        assert_eq!(
+            produced.unwrap().responses[0].partition_responses[0].error_code,
+            0
+        );
     };
     let fetched = tokio::select! {
         (fetched, ()) = async { tokio::join!(fetch, produce) } => fetched.unwrap(),
