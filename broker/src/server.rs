@@ -244,6 +244,9 @@ pub(crate) async fn run_connection(
             tracing::warn!(parent: &span, seq, "closing connection: {reason}");
         };
         loop {
+            if close.is_cancelled() {
+                break;
+            }
             // Answers are sent when no further request is queued, and before anything waits.
             let next = match rx.try_recv() {
                 Ok(next) => Some(next),
