@@ -231,3 +231,23 @@ pub fn encode_response(
     body.encode(&mut buf, version).map_err(fail)?;
     Ok(buf.freeze())
 }
+
+/// Kafka's name of an API (`Produce`, `OffsetCommit`, …), as the protocol's message
+/// definitions spell it: made once for every key the codec knows, then shared, so that
+/// journaling a request does not format its name.
+pub fn api_name(api: ApiKey) -> &'static str {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let mut names = Vec::new();
+        for key in ApiKey::iter() {
+            let at = key as usize;
+            if names.len() <= at {
+                names.resize(at + 1, "");
+            }
+            // Leaked once per process: fewer than a hundred short names.
+            names[at] = Box::leak(format!("{key:?}").into_boxed_str());
+        }
+        names
+    });
+    names[api as usize]
+}

@@ -52,6 +52,7 @@ mod handlers;
 pub mod hunt;
 pub mod journal;
 pub mod limits;
+mod outbox;
 pub mod scenario;
 pub mod schedule;
 mod server;

@@ -5,14 +5,19 @@
 //! journal `seq` is its arrival order, even while an earlier request on the same connection is
 //! still being handled — and the processor handles them one at a time, in order, writing each
 //! answer before taking the next (Kafka's guarantee that responses on a connection come back in
-//! request order), then completes the journal entry. Connections are independent of each other.
+//! request order) to the connection's [`crate::outbox`], which sends the answers written when
+//! no further request is queued or before a request's handling waits, then completes their
+//! journal entries. Connections are independent of each other.
 //! A frame that cannot be read or decoded is journaled as a bad request and closes its
 //! connection only. The connection limits ([`crate::limits`]) close a connection idle past
 //! `connections.max.idle.ms`, one beyond the broker's `max.connections`, and one whose frame
 //! stalls; a warning says which.
 
+use std::borrow::Cow;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
@@ -23,12 +28,13 @@ use tokio_util::task::TaskTracker;
 use crate::cluster::Shared;
 use crate::codec::CodecError;
 use crate::codec::{self, Decoded};
-use crate::connection::{write_frame, FrameError, FrameReader};
+use crate::connection::{FrameError, FrameReader};
 use crate::faults::{self, Fired};
 use crate::handlers::{self, Answer, Ctx, ProducedDigests};
-use crate::journal::summary::{self, RequestSummary, ResponseSummary};
+use crate::journal::summary::{self, RequestSummary};
 use crate::journal::{Arrival, Entry};
 use crate::limits::{Activity, ConnectionCount, Slot, Stamped};
+use crate::outbox::{add_digests, Outbox};
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 
@@ -225,7 +231,7 @@ pub(crate) async fn run_connection(
     };
 
     let processor = async {
-        let mut writer = Stamped::new(write_half, &activity);
+        let mut outbox = Outbox::new(Stamped::new(write_half, &activity), journal);
         let produced = ProducedDigests::default();
         let ctx = Ctx {
             shared: &shared,
@@ -234,77 +240,103 @@ pub(crate) async fn run_connection(
             client_id: "",
             produced: &produced,
         };
+        let closing = |reason: &str, seq: Option<u64>| {
+            tracing::warn!(parent: &span, seq, "closing connection: {reason}");
+        };
         loop {
-            let (seq, decoded, cost, fired) = tokio::select! {
-                () = close.cancelled() => break,
-                next = rx.recv() => match next {
-                    Some(next) => *next,
-                    None => break,
+            if close.is_cancelled() {
+                break;
+            }
+            // Answers are sent when no further request is queued, and before anything waits.
+            let next = match rx.try_recv() {
+                Ok(next) => Some(next),
+                Err(_) if outbox.has_unsent() => None,
+                Err(_) => tokio::select! {
+                    () = close.cancelled() => break,
+                    next = rx.recv() => match next {
+                        Some(next) => Some(next),
+                        None => break,
+                    },
                 },
             };
+            let Some(next) = next else {
+                let sent = tokio::select! {
+                    () = close.cancelled() => break,
+                    sent = outbox.send() => sent,
+                };
+                if let Err(e) = sent {
+                    closing(&format!("write failed: {e}"), None);
+                    break;
+                }
+                continue;
+            };
+            let (seq, decoded, cost, fired) = *next;
             read_ahead.add_permits(cost as usize);
-            let answer = tokio::select! {
-                () = close.cancelled() => Outcome::Close("shutting down".into()),
-                // Boxed: a handler's state lives only while it runs, not in every connection.
-                outcome = Box::pin(answer(&ctx, decoded, &fired)) => outcome,
+            // Boxed: a handler's state lives only while it runs, not in every connection.
+            let mut handling = Box::pin(answer(&ctx, decoded, &fired));
+            let ready = std::future::poll_fn(|cx| Poll::Ready(handling.as_mut().poll(cx))).await;
+            let answer = match ready {
+                Poll::Ready(outcome) => outcome,
+                // The handler waits (a fault's delay, a long poll, a turn for a costly walk):
+                // what is answered already goes now, not after it.
+                Poll::Pending => {
+                    let sent = tokio::select! {
+                        () = close.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
+                        sent = outbox.send() => sent,
+                    };
+                    match sent {
+                        Ok(()) => tokio::select! {
+                            () = close.cancelled() => Outcome::Close("shutting down".into()),
+                            outcome = handling => outcome,
+                        },
+                        Err(e) => Outcome::Close(format!("write failed: {e}")),
+                    }
+                }
             };
             // A Produce's record digests go into its entry, answered or not.
             let digests = produced.take();
-            let add_digests = |entry: &mut Entry| {
-                if let (Some(request), false) = (&mut entry.request, digests.is_empty()) {
-                    summary::add_digests(request, digests);
-                }
-            };
             let answer = match answer {
                 Outcome::Write(api, version, correlation_id, body) => {
                     Ok((api, version, correlation_id, body))
                 }
                 Outcome::Unanswered => {
-                    journal.finish(seq, add_digests);
+                    journal.finish(seq, |entry| add_digests(entry, digests));
                     continue;
                 }
                 Outcome::Close(reason) => {
-                    journal.finish(seq, add_digests);
+                    journal.finish(seq, |entry| add_digests(entry, digests));
+                    // What was answered before goes out before the connection closes.
+                    let _ = tokio::select! {
+                        () = close.cancelled() => Ok(()),
+                        sent = outbox.send() => sent,
+                    };
                     tracing::debug!(parent: &span, seq, "closing connection: {reason}");
                     break;
                 }
                 Outcome::Failed(e) => Err(e),
             };
-            let written = match answer.and_then(|(api, version, correlation_id, body)| {
+            let frame = answer.and_then(|(api, version, correlation_id, body)| {
                 codec::encode_response(api, version, correlation_id, &body)
                     .map(|frame| (frame, body))
-            }) {
+            });
+            let written = match frame {
                 // A client that stops reading must not hold up shutdown.
                 Ok((frame, body)) => tokio::select! {
                     () = close.cancelled() => Err("closing while the answer was being written".to_owned()),
-                    written = write_frame(&mut writer, &frame) => match written {
-                        Ok(()) => Ok(body),
-                        Err(e) => Err(format!("write failed: {e}")),
-                    },
+                    written = outbox.write(seq, &frame, body, digests) => written.map_err(|e| format!("write failed: {e}")),
                 },
-                Err(e) => Err(e.to_string()),
+                Err(e) => {
+                    journal.finish(seq, |entry| add_digests(entry, digests));
+                    Err(e.to_string())
+                }
             };
-            match written {
-                Ok(body) => {
-                    let at_us = journal.now_us();
-                    journal.finish(seq, |entry| {
-                        add_digests(entry);
-                        if let Some(request) = &mut entry.request {
-                            summary::complete(request, &body);
-                        }
-                        entry.response = Some(ResponseSummary {
-                            at_us,
-                            error_codes: summary::error_codes(&body),
-                        });
-                    });
-                }
-                Err(reason) => {
-                    journal.finish(seq, add_digests);
-                    tracing::warn!(parent: &span, seq, "closing connection: {reason}");
-                    break;
-                }
+            if let Err(reason) = written {
+                closing(&reason, Some(seq));
+                break;
             }
         }
+        // Answers not sent (a write failed, or the connection is closing): unanswered.
+        outbox.abandon();
         close.cancel();
     };
 
@@ -395,13 +427,16 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
 }
 
 /// Kafka's name of an API key, or `Unknown(<key>)`.
-fn api_name(key: i16) -> String {
-    ApiKey::try_from(key).map_or_else(|()| format!("Unknown({key})"), |api| format!("{api:?}"))
+fn api_name(key: i16) -> Cow<'static, str> {
+    ApiKey::try_from(key).map_or_else(
+        |()| Cow::Owned(format!("Unknown({key})")),
+        |api| Cow::Borrowed(codec::api_name(api)),
+    )
 }
 
 /// What a journal entry records of a decoded request.
 struct Recorded {
-    api: String,
+    api: &'static str,
     version: i16,
     correlation_id: i32,
     client_id: Option<String>,
@@ -410,7 +445,7 @@ struct Recorded {
 
 impl Recorded {
     fn fill(self, entry: &mut Entry) {
-        entry.api = Some(self.api);
+        entry.api = Some(Cow::Borrowed(self.api));
         entry.version = Some(self.version);
         entry.correlation_id = Some(self.correlation_id);
         entry.client_id = self.client_id;
@@ -422,7 +457,7 @@ impl Recorded {
 fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
     match decoded {
         Decoded::Request(request) => Recorded {
-            api: format!("{:?}", request.api_key),
+            api: codec::api_name(request.api_key),
             version: request.version,
             correlation_id: request.header.correlation_id,
             client_id: request
@@ -438,7 +473,7 @@ fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
             correlation_id,
             version,
         } => Recorded {
-            api: format!("{:?}", ApiKey::ApiVersions),
+            api: codec::api_name(ApiKey::ApiVersions),
             version: *version,
             correlation_id: *correlation_id,
             client_id: None,

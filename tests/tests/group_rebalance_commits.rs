@@ -167,7 +167,7 @@ fn findings(cluster: &Cluster, report: &Report) -> Result<Vec<(String, String, i
             };
             Ok((
                 v.key.clone(),
-                cause.api.clone().unwrap_or_default(),
+                cause.api.as_deref().unwrap_or_default().to_owned(),
                 c.partitions[0].offset,
             ))
         })

@@ -7,8 +7,8 @@ use std::time::Duration;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, MetadataRequest};
 use kafka_protocol::protocol::Decodable;
 use kafka_protocol::ResponseError;
-use kmock::{Cluster, Entry};
-use kmock_client::{Client, Error};
+use kmock::{Cluster, Entry, Rule};
+use kmock_client::{record, Client, Error};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -214,4 +214,48 @@ async fn responses_on_one_connection_come_back_in_request_order() {
         "Metadata was answered {} µs after the Fetch arrived, within its 300 ms long poll",
         metadata_at - fetch.at_us
     );
+}
+
+#[tokio::test]
+async fn an_answer_made_goes_out_before_a_later_request_on_its_connection_waits() {
+    let (cluster, addr) = cluster().await;
+    // Every Metadata request is held for an hour before it is handled.
+    cluster
+        .add_rule(Rule::on(ApiKey::Metadata).delay(Duration::from_secs(3600)))
+        .unwrap();
+    let client = Client::connect(addr).await.unwrap();
+    let producer = Client::connect(addr).await.unwrap();
+    // A long-polling Fetch, then a Metadata queued behind it on the same connection; records
+    // arrive only once both are in, so the Fetch is answered while the Metadata is queued,
+    // and the Metadata then waits an hour.
+    let fetch = client.fetch("t", 0, 0, Duration::from_secs(3600));
+    let metadata = async {
+        cluster
+            .wait_for(|e| e.is("Fetch"), CLOSE_WITHIN)
+            .await
+            .unwrap();
+        client.send(MetadataRequest::default(), 1).await
+    };
+    let produce = async {
+        cluster
+            .wait_for(|e| e.is("Metadata"), CLOSE_WITHIN)
+            .await
+            .unwrap();
+        let produced = producer.produce("t", 0, &[record(b"k", b"v")], 1).await;
+        assert_eq!(
+            produced.unwrap().responses[0].partition_responses[0].error_code,
+            0
+        );
+    };
+    let fetched = tokio::select! {
+        (fetched, ()) = async { tokio::join!(fetch, produce) } => fetched.unwrap(),
+        answered = metadata => panic!("the Metadata was answered within its delay: {answered:?}"),
+        // A hang guard only: the Fetch answer must not wait for the Metadata's hour.
+        () = tokio::time::sleep(Duration::from_secs(60)) => {
+            panic!("the Fetch answer waited behind the delayed Metadata request")
+        }
+    };
+    let partition = &fetched.responses[0].partitions[0];
+    assert_eq!((partition.error_code, partition.high_watermark), (0, 1));
+    cluster.shutdown().await;
 }

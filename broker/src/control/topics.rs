@@ -46,7 +46,7 @@ impl From<&Topic> for TopicView {
         Self {
             name: t.name.clone(),
             id: t.id.to_string(),
-            configs: t.configs.clone(),
+            configs: t.configs().clone(),
             partitions: t
                 .partitions
                 .iter()

@@ -63,7 +63,7 @@ fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfig
         RESOURCE_TOPIC => match ctx.shared.state().topics.get(name) {
             Some(topic) => Ok(TOPIC_CONFIG_DEFAULTS
                 .iter()
-                .map(|(k, default)| match topic.configs.get(*k) {
+                .map(|(k, default)| match topic.configs().get(*k) {
                     Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
                     None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
                 })

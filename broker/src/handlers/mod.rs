@@ -63,15 +63,19 @@ pub struct Ctx<'a> {
 /// in its validation pass and the connection moves them into the request's journal entry,
 /// whether or not the request is answered. A connection handles one request at a time.
 #[derive(Debug, Default)]
-pub struct ProducedDigests(std::sync::Mutex<Vec<Option<Vec<RecordDigest>>>>);
+pub struct ProducedDigests(std::sync::Mutex<Digests>);
+
+/// The record digests of each partition's batch of one Produce request, in request order
+/// (`None`: a batch without them).
+pub type Digests = Vec<Option<Vec<RecordDigest>>>;
 
 impl ProducedDigests {
-    fn set(&self, digests: Vec<Option<Vec<RecordDigest>>>) {
+    fn set(&self, digests: Digests) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = digests;
     }
 
     /// The digests left by the request just handled, leaving none behind.
-    pub fn take(&self) -> Vec<Option<Vec<RecordDigest>>> {
+    pub fn take(&self) -> Digests {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }

@@ -27,6 +27,7 @@ mod store;
 pub mod summary;
 mod txn_summary;
 
+use std::borrow::Cow;
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -72,8 +73,9 @@ pub struct Entry {
     /// The client id from the request header.
     pub client_id: Option<String>,
     /// Kafka's API name (`Produce`, `Fetch`, …), or `Unknown(<key>)`; `null` for a frame too
-    /// short to carry one.
-    pub api: Option<String>,
+    /// short to carry one. Borrowed for the names kmock knows (shared, not allocated per
+    /// entry), owned for an unknown key and when read back from JSON.
+    pub api: Option<Cow<'static, str>>,
     /// API version asked, when readable.
     pub version: Option<i16>,
     /// Correlation id, when readable.

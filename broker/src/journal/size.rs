@@ -44,6 +44,16 @@ impl Heap for String {
     }
 }
 
+/// A borrowed name is shared, only an owned one is the entry's.
+impl Heap for std::borrow::Cow<'static, str> {
+    fn heap(&self) -> usize {
+        match self {
+            std::borrow::Cow::Borrowed(_) => 0,
+            std::borrow::Cow::Owned(s) => s.heap(),
+        }
+    }
+}
+
 impl Heap for i16 {
     fn heap(&self) -> usize {
         0

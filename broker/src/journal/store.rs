@@ -177,17 +177,21 @@ impl Journal {
 
     /// Numbers and appends an entry in one step; `fill` sets the request fields.
     pub fn append(&self, from: &Arrival, fill: impl FnOnce(&mut Entry)) -> u64 {
+        // Allocated before the lock is taken, numbered under it.
+        let mut entry = Arc::new(Entry::new(0, 0, from));
         let mut state = self.state();
         // Read the clock under the lock, so `at_us` never goes backwards as `seq` goes up.
         let at_us = self.now_us();
         let seq = state.next_seq;
         state.next_seq += 1;
-        let mut entry = Entry::new(seq, at_us, from);
-        fill(&mut entry);
-        let bytes = size::entry_bytes(&entry);
+        let unshared = Arc::get_mut(&mut entry).expect("not shared yet");
+        unshared.seq = seq;
+        unshared.at_us = at_us;
+        fill(unshared);
+        let bytes = size::entry_bytes(unshared);
         state.bytes += bytes;
         state.entries.push_back(Slot {
-            entry: Arc::new(entry),
+            entry,
             bytes,
             done: None,
         });

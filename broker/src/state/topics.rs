@@ -186,8 +186,50 @@ pub struct Topic {
     pub replication_factor: usize,
     /// Partitions, indexed by partition number.
     pub partitions: Vec<Partition>,
-    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]).
-    pub configs: BTreeMap<String, String>,
+    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
+    configs: BTreeMap<String, String>,
+    /// What Produce reads of them, parsed once when they are set.
+    parsed: ParsedConfigs,
+}
+
+/// The configs every Produce reads, parsed from their strings once, when the topic's configs
+/// are set (they are set only at creation), instead of on every request.
+#[derive(Debug, Clone, Copy)]
+struct ParsedConfigs {
+    max_message_bytes: usize,
+    min_insync_replicas: i64,
+    compacted: bool,
+    log_append_time: bool,
+}
+
+impl ParsedConfigs {
+    /// Parses the effective values: each override, else Kafka's default. Values were checked
+    /// by [`validate_configs`] before the topic was created.
+    fn parse(configs: &BTreeMap<String, String>) -> Self {
+        let config = |name: &str| effective(configs, name);
+        let number = |name: &str| {
+            config(name)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        Self {
+            max_message_bytes: usize::try_from(number("max.message.bytes")).unwrap_or(0),
+            min_insync_replicas: number("min.insync.replicas"),
+            compacted: config("cleanup.policy")
+                .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact")),
+            log_append_time: config("message.timestamp.type") == Some("LogAppendTime"),
+        }
+    }
+}
+
+/// The effective value of config `name` among `configs`: the override, else Kafka's default.
+fn effective<'a>(configs: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
+    configs.get(name).map(String::as_str).or_else(|| {
+        TOPIC_CONFIG_DEFAULTS
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
+    })
 }
 
 impl Topic {
@@ -206,6 +248,7 @@ impl Topic {
             id,
             replication_factor,
             partitions: Vec::new(),
+            parsed: ParsedConfigs::parse(&configs),
             configs,
         };
         topic.add_partitions(partitions, nodes);
@@ -221,40 +264,34 @@ impl Topic {
         }
     }
 
+    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
+    pub fn configs(&self) -> &BTreeMap<String, String> {
+        &self.configs
+    }
+
     /// The effective value of a config: the override, else Kafka's default.
     pub fn config(&self, name: &str) -> Option<&str> {
-        self.configs.get(name).map(String::as_str).or_else(|| {
-            TOPIC_CONFIG_DEFAULTS
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| *v)
-        })
+        effective(&self.configs, name)
     }
 
     /// `max.message.bytes`: the largest record batch accepted.
     pub fn max_message_bytes(&self) -> usize {
-        self.config_number("max.message.bytes") as usize
+        self.parsed.max_message_bytes
     }
 
     /// `min.insync.replicas`.
     pub fn min_insync_replicas(&self) -> i64 {
-        self.config_number("min.insync.replicas")
+        self.parsed.min_insync_replicas
     }
 
     /// Whether `cleanup.policy` includes `compact` (every record then needs a key).
     pub fn compacted(&self) -> bool {
-        self.config("cleanup.policy")
-            .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact"))
-    }
-
-    /// A numeric config; values were checked by [`validate_configs`] at creation.
-    fn config_number(&self, name: &str) -> i64 {
-        self.config(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+        self.parsed.compacted
     }
 
     /// Whether the broker stamps batches with LogAppendTime.
     pub fn log_append_time(&self) -> bool {
-        self.config("message.timestamp.type") == Some("LogAppendTime")
+        self.parsed.log_append_time
     }
 
     /// How far before and after the broker's clock, in ms, a CreateTime record's timestamp may

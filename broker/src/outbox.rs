@@ -1,0 +1,144 @@
+//! A connection's answers on their way out ([`Outbox`]): written to a buffer, and sent in one
+//! write system call when no further request is queued on the connection, before anything
+//! that waits, or when the buffer is full, instead of one system call per answer.
+//!
+//! An answer's journal entry is completed when its bytes have been handed to the socket, with
+//! the time of that hand-over as the response's `at_us`, as when every answer was written at
+//! once: a request that arrives after an answer was buffered but before it was sent is still
+//! one the client sent while that answer was pending (`inflight-exceeded` counts on it).
+
+use kafka_protocol::messages::ResponseKind;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use crate::connection::write_frame;
+use crate::handlers::Digests;
+use crate::journal::summary::{self, ResponseSummary};
+use crate::journal::{Entry, Journal};
+
+/// Most bytes of answers buffered before they are sent; a larger answer is written on its own
+/// (after what is buffered), straight from its encoding.
+const BUFFER_BYTES: usize = 64 * 1024;
+
+/// A buffer kept past a send up to this capacity; a larger one is freed, so that an idle
+/// connection does not hold a burst's buffer.
+const KEPT_BUFFER_BYTES: usize = 8 * 1024;
+
+/// Answers written and not yet sent, with the journal entries to complete once they are.
+pub(crate) struct Outbox<'a, W> {
+    writer: W,
+    journal: &'a Journal,
+    /// Size-prefixed frames, in answer order.
+    buffer: Vec<u8>,
+    /// The entries of the answers in `buffer`, in the same order.
+    unsent: Vec<Unsent>,
+}
+
+/// An answer in the buffer: what its journal entry is completed with.
+struct Unsent {
+    seq: u64,
+    body: Box<ResponseKind>,
+    digests: Digests,
+}
+
+impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
+    /// An empty outbox writing to `writer`, completing entries of `journal`.
+    pub fn new(writer: W, journal: &'a Journal) -> Self {
+        Self {
+            writer,
+            journal,
+            buffer: Vec::new(),
+            unsent: Vec::new(),
+        }
+    }
+
+    /// Whether answers are waiting to be sent.
+    pub fn has_unsent(&self) -> bool {
+        !self.unsent.is_empty()
+    }
+
+    /// Adds the answer to request `seq` (its encoded `frame`, without the size prefix, and its
+    /// decoded `body` and record `digests` for the journal); sends what is buffered first when
+    /// the answer does not fit, and sends an answer larger than the buffer at once.
+    ///
+    /// # Errors
+    /// The socket's error; the entries of the answers not sent are then to be completed
+    /// unanswered ([`Self::abandon`]), this one included.
+    pub async fn write(
+        &mut self,
+        seq: u64,
+        frame: &[u8],
+        body: Box<ResponseKind>,
+        digests: Digests,
+    ) -> std::io::Result<()> {
+        let size = 4 + frame.len();
+        if self.buffer.len() + size > BUFFER_BYTES {
+            self.send().await?;
+        }
+        self.unsent.push(Unsent { seq, body, digests });
+        if size > BUFFER_BYTES {
+            write_frame(&mut self.writer, frame).await?;
+            self.sent();
+            return Ok(());
+        }
+        let prefix = u32::try_from(frame.len()).expect("smaller than the buffer");
+        self.buffer.extend_from_slice(&prefix.to_be_bytes());
+        self.buffer.extend_from_slice(frame);
+        Ok(())
+    }
+
+    /// Sends every buffered answer and completes their journal entries.
+    ///
+    /// # Errors
+    /// The socket's error (see [`Self::write`]).
+    pub async fn send(&mut self) -> std::io::Result<()> {
+        if !self.buffer.is_empty() {
+            self.writer.write_all(&self.buffer).await?;
+            self.writer.flush().await?;
+            self.buffer.clear();
+            if self.buffer.capacity() > KEPT_BUFFER_BYTES {
+                self.buffer = Vec::new();
+            }
+        }
+        self.sent();
+        Ok(())
+    }
+
+    /// Completes the entries of the answers just handed to the socket, answered now.
+    fn sent(&mut self) {
+        if self.unsent.is_empty() {
+            return;
+        }
+        let at_us = self.journal.now_us();
+        for Unsent { seq, body, digests } in self.unsent.drain(..) {
+            // Made before the journal's lock is taken (and not at all when nothing is kept).
+            let response = self.journal.records().then(|| ResponseSummary {
+                at_us,
+                error_codes: summary::error_codes(&body),
+            });
+            self.journal.finish(seq, |entry| {
+                add_digests(entry, digests);
+                if let Some(request) = &mut entry.request {
+                    summary::complete(request, &body);
+                }
+                entry.response = response;
+            });
+        }
+    }
+
+    /// Completes the entries of the answers not sent (a write failed, or the connection is
+    /// closing), unanswered, and forgets their bytes.
+    pub fn abandon(&mut self) {
+        self.buffer = Vec::new();
+        for Unsent { seq, digests, .. } in self.unsent.drain(..) {
+            self.journal
+                .finish(seq, |entry| add_digests(entry, digests));
+        }
+    }
+}
+
+/// Puts a Produce request's record digests into its entry.
+pub(crate) fn add_digests(entry: &mut Entry, digests: Digests) {
+    if let (Some(request), false) = (&mut entry.request, digests.is_empty()) {
+        summary::add_digests(request, digests);
+    }
+}
