@@ -32,7 +32,7 @@ impl Traffic {
         let (mut first, mut last) = (u64::MAX, 0);
         for entry in entries.iter().filter(|e| e.operation.is_none()) {
             let Some(api) = &entry.api else { continue };
-            *traffic.apis.entry(api.clone()).or_default() += 1;
+            *traffic.apis.entry(api.to_string()).or_default() += 1;
             traffic.brokers.insert(entry.broker);
             traffic
                 .groups
