@@ -59,6 +59,7 @@ pub fn marker(
     let bytes: Bytes = batch.freeze();
     ValidBatch {
         info: header(&bytes).expect("a whole header was written"),
+        record_timestamps: Some((timestamp_ms, timestamp_ms)),
         bytes,
     }
 }
