@@ -256,3 +256,42 @@ async fn huge_partition_lists() -> Result<()> {
     code_is("AddOffsetsToTxn after", offsets.error_code, None)?;
     Ok(())
 }
+
+/// A TxnOffsetCommit naming `t`-0 1,000,000 times, offsets 0 to 999,999: every entry answered
+/// NONE, and the commit makes the last entry's offset the group's.
+#[tokio::test]
+async fn a_huge_txn_offset_commit_keeps_the_last_offset_of_a_partition() -> Result<()> {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{GroupId, OffsetFetchRequest};
+    const ENTRIES: i64 = 1_000_000;
+    let (_cluster, client) = common::start(1, &["t"], 1).await?;
+    let init = client.send(init_producer_id("tx", 60_000), 4).await?;
+    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    let offsets = client.send(add_offsets("tx", pid, epoch, "g"), 3).await?;
+    code_is("AddOffsetsToTxn", offsets.error_code, None)?;
+    let mut commit = txn_offset_commit("tx", pid, epoch, "g", "t", 0);
+    let entry = commit.topics[0].partitions[0].clone();
+    commit.topics[0].partitions = (0..ENTRIES)
+        .map(|offset| entry.clone().with_committed_offset(offset))
+        .collect();
+    let answer = client.send(commit, 4).await?;
+    let partitions = &answer.topics[0].partitions;
+    same("answers", partitions.len(), ENTRIES as usize)?;
+    same(
+        "entries refused",
+        partitions.iter().filter(|p| p.error_code != 0).count(),
+        0,
+    )?;
+    let end = client.send(end_txn("tx", pid, epoch, true), 3).await?;
+    code_is("EndTxn commit", end.error_code, None)?;
+    let fetch = OffsetFetchRequest::default()
+        .with_group_id(GroupId(common::text("g")))
+        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+            .with_name(common::name("t"))
+            .with_partition_indexes(vec![0])]));
+    let fetched = client.send(fetch, 7).await?;
+    let p = &fetched.topics[0].partitions[0];
+    code_is("OffsetFetch", p.error_code, None)?;
+    same("committed offset", p.committed_offset, ENTRIES - 1)?;
+    Ok(())
+}
