@@ -289,14 +289,20 @@ fn parse_topic(s: &str) -> anyhow::Result<(String, i32)> {
 /// bad input (flags, scenario, journal) or a failure to start.
 #[tokio::main]
 async fn main() {
+    let cli = cli();
+    // A hunt starts a cluster per run: their start lines would bury its progress lines.
+    let default_level = match cli.command {
+        Command::Hunt(_) => "warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match cli().command {
+    match cli.command {
         Command::Serve(args) => {
             if let Err(e) = serve(args).await {
                 eprintln!("kmock: {e:#}");

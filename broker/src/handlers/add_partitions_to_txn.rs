@@ -14,6 +14,8 @@
 //! transactional Produce against its coordinator state directly. CONCURRENT_TRANSACTIONS is
 //! never answered, since kmock ends a transaction while it answers its EndTxn.
 
+use std::collections::BTreeSet;
+
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
@@ -39,28 +41,36 @@ pub fn handle(
         producer_id: request.v3_and_below_producer_id.0,
         producer_epoch: request.v3_and_below_producer_epoch,
     };
-    let partitions: Vec<(String, i32)> = request
-        .v3_and_below_topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(move |&p| (t.name.0.to_string(), p)))
-        .collect();
+    // Entries are looked at in place: a request may name millions (up to the frame size),
+    // and only the distinct partitions of existing topics are kept, in the transaction.
+    let entries = || {
+        request
+            .v3_and_below_topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(move |&p| (t.name.0.as_str(), p)))
+    };
     let mut state = ctx.shared.state();
-    let missing = |state: &ClusterState, (topic, p): &(String, i32)| {
+    let missing = |state: &ClusterState, (topic, p): (&str, i32)| {
         state
             .topics
             .get(topic)
-            .and_then(|t| t.partition(*p))
+            .and_then(|t| t.partition(p))
             .is_none()
     };
-    let result: Result<(), ResponseError> = if partitions.iter().any(|tp| missing(&state, tp)) {
+    let result: Result<(), ResponseError> = if entries().any(|tp| missing(&state, tp)) {
         Err(ResponseError::OperationNotAttempted)
     } else {
         check_coordinator(ctx, &state, txn_id).and_then(|()| {
             let now = tokio::time::Instant::now();
+            let partitions: BTreeSet<(&str, i32)> = entries().collect();
+            let partitions: Vec<(String, i32)> = partitions
+                .into_iter()
+                .map(|(topic, p)| (topic.to_owned(), p))
+                .collect();
             state.add_to_transaction(txn_id, producer, &partitions, None, now)
         })
     };
-    let error_of = |tp: &(String, i32)| match result {
+    let error_of = |tp: (&str, i32)| match result {
         Ok(()) => 0,
         Err(ResponseError::OperationNotAttempted) if missing(&state, tp) => {
             ResponseError::UnknownTopicOrPartition.code()
@@ -80,7 +90,7 @@ pub fn handle(
                 .map(|&p| {
                     AddPartitionsToTxnPartitionResult::default()
                         .with_partition_index(p)
-                        .with_partition_error_code(error_of(&(t.name.0.to_string(), p)))
+                        .with_partition_error_code(error_of((t.name.0.as_str(), p)))
                 })
                 .collect();
             AddPartitionsToTxnTopicResult::default()

@@ -14,6 +14,8 @@
 //!
 //! Deviations from Apache Kafka: v5 (transaction version 2) is not implemented.
 
+use std::collections::BTreeMap;
+
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
@@ -44,7 +46,9 @@ pub fn handle(
             .is_some_and(|t| t.partition(p).is_some())
     };
     let group = check(ctx, &mut state, &request, version);
-    let mut accepted = Vec::new();
+    // By partition, the last entry of a partition named twice winning as in the pending map:
+    // a request naming one partition millions of times keeps one offset, not millions.
+    let mut accepted = BTreeMap::new();
     let topics = request
         .topics
         .iter()
@@ -65,14 +69,14 @@ pub fn handle(
                     {
                         Some(ResponseError::OffsetMetadataTooLarge)
                     } else {
-                        accepted.push((
+                        accepted.insert(
                             (name.to_owned(), p.partition_index),
                             CommittedOffset {
                                 offset: p.committed_offset,
                                 leader_epoch: p.committed_leader_epoch,
                                 metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
                             },
-                        ));
+                        );
                         None
                     };
                     TxnOffsetCommitResponsePartition::default()

@@ -158,7 +158,7 @@ impl ClusterState {
         &mut self,
         group_id: &str,
         producer_id: i64,
-        offsets: Vec<((String, i32), CommittedOffset)>,
+        offsets: impl IntoIterator<Item = ((String, i32), CommittedOffset)>,
     ) {
         self.transactions
             .pending_offsets

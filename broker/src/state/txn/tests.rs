@@ -157,3 +157,52 @@ fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
         Err(ResponseError::ProducerFenced)
     );
 }
+
+#[test]
+fn an_exhausted_epoch_is_fenced_to_i16_max_then_a_new_producer_id_starts_at_epoch_0() {
+    let mut state = state_with_topic();
+    let mut producer = open(&mut state, "tx", None);
+    state.end_transaction("tx", producer, false, 0).unwrap();
+    // Every epoch a client can be given, up to i16::MAX - 1 (Kafka's isProducerEpochExhausted).
+    while producer.producer_epoch < i16::MAX - 1 {
+        producer = state
+            .init_transactional_producer("tx", 60_000, None, 0)
+            .unwrap();
+    }
+    assert_eq!(producer.producer_id, 0);
+    let partitions = [("t".to_owned(), 0)];
+    state
+        .add_to_transaction("tx", producer, &partitions, None, Instant::now())
+        .unwrap();
+    // A new instance fences the open transaction with the last epoch, i16::MAX.
+    assert_eq!(
+        state.init_transactional_producer("tx", 60_000, None, 0),
+        Err(ResponseError::ConcurrentTransactions)
+    );
+    let txn = state.transactions.get("tx").unwrap();
+    assert_eq!(
+        (txn.producer_epoch, txn.state),
+        (i16::MAX, TxnState::CompleteAbort)
+    );
+    // Its retry gets a new producer id; the old one at any epoch is refused.
+    let next = state
+        .init_transactional_producer("tx", 60_000, None, 0)
+        .unwrap();
+    assert_eq!(
+        next,
+        ProducerIdAndEpoch {
+            producer_id: 1,
+            producer_epoch: 0
+        }
+    );
+    for epoch in [i16::MAX - 1, i16::MAX] {
+        let old = ProducerIdAndEpoch {
+            producer_id: 0,
+            producer_epoch: epoch,
+        };
+        assert_eq!(
+            state.end_transaction("tx", old, false, 0),
+            Err(ResponseError::InvalidProducerIdMapping)
+        );
+    }
+}
