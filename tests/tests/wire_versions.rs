@@ -4,6 +4,8 @@
 //! produce got, the records a fetch read, the group a join created, ...).
 
 mod common;
+#[path = "wire_versions/txn.rs"]
+mod txn;
 
 use anyhow::{anyhow, ensure, Result};
 use bytes::Bytes;
@@ -443,6 +445,10 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
             let brokers: Vec<_> = answer.brokers.iter().map(|b| b.broker_id.0).collect();
             same("brokers", brokers, vec![1, 2])?;
         }
+        ApiKey::AddPartitionsToTxn
+        | ApiKey::AddOffsetsToTxn
+        | ApiKey::EndTxn
+        | ApiKey::TxnOffsetCommit => txn::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())
@@ -486,7 +492,8 @@ async fn fixture() -> Result<Fixture> {
     let mut builder = Cluster::builder()
         .brokers(2)
         .topic("t", 2)
-        .topic("grows", 1);
+        .topic("grows", 1)
+        .topic("txn", 1);
     for v in 1..=6 {
         builder = builder.topic(&format!("gone-v{v}"), 1);
     }
