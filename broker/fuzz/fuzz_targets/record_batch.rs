@@ -1,7 +1,8 @@
 //! A structured v2 record batch (hostile counts and deltas, every codec, records well formed
 //! or raw, CRC fixed up most of the time) through kmock's batch validation. Must never panic or
 //! abort. Cross-checks: an accepted batch has a valid CRC, and kafka-protocol's decoder decodes
-//! it to the same record count; CORRUPT_MESSAGE means a short header or a CRC that mismatches.
+//! it to the same record count; CORRUPT_MESSAGE means a short header, a size field below 14 or a
+//! magic outside 0..=2 (as Kafka's reader), or a CRC that mismatches.
 #![no_main]
 
 use kafka_protocol::records::RecordBatchDecoder;
@@ -14,6 +15,14 @@ const CORRUPT_MESSAGE: i16 = 2;
 /// Above this many records, kafka-protocol's decoder (a `Record` of about 150 bytes each) is
 /// not run for the cross-check, so the check stays fast and within the memory limit.
 const CROSS_CHECK_MAX_RECORDS: i32 = 1 << 16;
+
+/// Whether Kafka's reader (`ByteBufferLogInputStream`) calls the batch corrupt before its CRC
+/// is read: a size field below a legacy message's overhead (14), or a magic outside 0..=2.
+fn corrupt_before_crc(bytes: &[u8]) -> bool {
+    bytes.len() > 16
+        && (i32::from_be_bytes(bytes[8..12].try_into().unwrap()) < 14
+            || !(0..=2).contains(&(bytes[16] as i8)))
+}
 
 fn crc_holds(bytes: &[u8]) -> bool {
     bytes.len() >= 61
@@ -57,8 +66,8 @@ fuzz_target!(|input: BatchInput| {
         Err((code, reason)) => {
             if code == CORRUPT_MESSAGE {
                 assert!(
-                    !crc_holds(&built.bytes),
-                    "CORRUPT_MESSAGE for a whole batch whose CRC holds: {reason}"
+                    !crc_holds(&built.bytes) || corrupt_before_crc(&built.bytes),
+                    "CORRUPT_MESSAGE for a whole batch whose CRC holds, size and magic valid: {reason}"
                 );
             }
         }
