@@ -9,13 +9,13 @@
 //!
 //! Deviations from Apache Kafka: none known.
 
-use kafka_protocol::messages::offset_delete_response::{
-    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
-};
+use std::collections::BTreeSet;
+
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
+use super::offset_answers::{answer_each, partition_exists};
 use super::Ctx;
 use crate::state::groups::GroupState;
 
@@ -30,20 +30,17 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());
     }
-    let partition_exists: Vec<(String, i32)> = request
+    // A set of the request's own names: a request may name millions of partitions, and each
+    // is looked up once, neither copied nor searched for in a list.
+    let existing: BTreeSet<(&str, i32)> = request
         .topics
         .iter()
         .flat_map(|t| {
             t.partitions
                 .iter()
-                .map(move |p| (t.name.0.as_str().to_owned(), p.partition_index))
+                .map(move |p| (t.name.0.as_str(), p.partition_index))
         })
-        .filter(|(t, p)| {
-            state
-                .topics
-                .get(t)
-                .is_some_and(|topic| topic.partition(*p).is_some())
-        })
+        .filter(|&(t, p)| partition_exists(&state, t, p))
         .collect();
     let Some(group) = state
         .groups
@@ -58,33 +55,15 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::NonEmptyGroup.code());
     }
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let name = t.name.0.as_str();
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let error = if !partition_exists.contains(&(name.to_owned(), p.partition_index))
-                    {
-                        Some(ResponseError::UnknownTopicOrPartition)
-                    } else if !empty && group.is_subscribed_to(name) {
-                        Some(ResponseError::GroupSubscribedToTopic)
-                    } else {
-                        group.offsets.remove(&(name.to_owned(), p.partition_index));
-                        None
-                    };
-                    OffsetDeleteResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(error.map_or(0, |e| e.code()))
-                })
-                .collect();
-            OffsetDeleteResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
+    let topics = answer_each(&request.topics, |name, p| {
+        if !existing.contains(&(name, p.partition_index)) {
+            Some(ResponseError::UnknownTopicOrPartition)
+        } else if !empty && group.is_subscribed_to(name) {
+            Some(ResponseError::GroupSubscribedToTopic)
+        } else {
+            group.offsets.remove(&(name.to_owned(), p.partition_index));
+            None
+        }
+    });
     OffsetDeleteResponse::default().with_topics(topics)
 }

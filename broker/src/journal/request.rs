@@ -2,7 +2,9 @@
 //! on, each list bounded by [`MAX_SUMMARY_ITEMS`].
 
 use bytes::{Buf, Bytes};
-use kafka_protocol::messages::{ConsumerProtocolAssignment, RequestKind};
+use kafka_protocol::messages::offset_commit_request::OffsetCommitRequestPartition;
+use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestPartition;
+use kafka_protocol::messages::{ConsumerProtocolAssignment, RequestKind, TopicName};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use uuid::Uuid;
 
@@ -114,28 +116,14 @@ pub(crate) fn summarize(
             assigned_producer_epoch: None,
         }),
         RequestKind::OffsetCommit(r) => {
-            let total = r.topics.iter().map(|t| t.partitions.len()).sum();
-            let partitions: Vec<_> = r
-                .topics
-                .iter()
-                .flat_map(|t| {
-                    t.partitions.iter().map(move |p| CommitPartition {
-                        topic: t.name.0.as_str().to_owned(),
-                        partition: p.partition_index,
-                        offset: p.committed_offset,
-                        leader_epoch: p.committed_leader_epoch,
-                        metadata: text(&p.committed_metadata),
-                        error_code: None,
-                    })
-                })
-                .take(MAX_SUMMARY_ITEMS)
-                .collect();
+            let (partitions, dropped_partitions) =
+                commit_partitions(&r.topics, |t| (&t.name, &t.partitions));
             RequestSummary::OffsetCommit(OffsetCommitSummary {
                 group_id: r.group_id.0.as_str().to_owned(),
                 generation_id: r.generation_id_or_member_epoch,
                 member_id: r.member_id.as_str().to_owned(),
                 group_instance_id: text(&r.group_instance_id),
-                dropped_partitions: bounded_len(total, partitions.len()),
+                dropped_partitions,
                 partitions,
             })
         }
@@ -245,6 +233,55 @@ pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<Option<Vec<
             p.digests = d;
         }
     }
+}
+
+/// A partition of an OffsetCommit or TxnOffsetCommit request (the codec has a type for each,
+/// with the same fields).
+pub(super) trait SentCommit {
+    /// The partition's fields, of `topic`, as the journal keeps them.
+    fn summary(&self, topic: &str) -> CommitPartition;
+}
+
+/// [`SentCommit`] for the codec's partition types, whose fields have the same names.
+macro_rules! sent_commit {
+    ($($partition:ty),*) => {$(
+        impl SentCommit for $partition {
+            fn summary(&self, topic: &str) -> CommitPartition {
+                CommitPartition::sent(
+                    topic,
+                    self.partition_index,
+                    self.committed_offset,
+                    self.committed_leader_epoch,
+                    self.committed_metadata.as_ref(),
+                )
+            }
+        }
+    )*};
+}
+
+sent_commit!(
+    OffsetCommitRequestPartition,
+    TxnOffsetCommitRequestPartition
+);
+
+/// The partitions of an OffsetCommit or TxnOffsetCommit request in request order, `of` a topic
+/// giving its name and partitions: at most [`MAX_SUMMARY_ITEMS`] kept, and the count of those
+/// left out.
+pub(super) fn commit_partitions<'a, T, P: SentCommit + 'a>(
+    topics: &'a [T],
+    of: impl Fn(&'a T) -> (&'a TopicName, &'a [P]),
+) -> (Vec<CommitPartition>, u64) {
+    let total = topics.iter().map(|t| of(t).1.len()).sum();
+    let kept: Vec<_> = topics
+        .iter()
+        .flat_map(|t| {
+            let (name, partitions) = of(t);
+            partitions.iter().map(|p| p.summary(name.0.as_str()))
+        })
+        .take(MAX_SUMMARY_ITEMS)
+        .collect();
+    let dropped = bounded_len(total, kept.len());
+    (kept, dropped)
 }
 
 fn text(s: &Option<StrBytes>) -> Option<String> {

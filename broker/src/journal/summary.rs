@@ -5,6 +5,7 @@
 //! only for every other API. Summaries hold no record
 //! contents: records stay in the partition logs.
 
+use kafka_protocol::protocol::StrBytes;
 use serde::{Deserialize, Serialize};
 
 pub use crate::state::batch::RecordDigest;
@@ -33,7 +34,7 @@ fn unknown() -> i64 {
 }
 
 /// `serde`'s test for a count left out of JSON when zero.
-fn is_zero(n: &u64) -> bool {
+pub(super) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
@@ -278,6 +279,27 @@ pub struct CommitPartition {
     pub metadata: Option<String>,
     /// Error code answered; `None` until answered.
     pub error_code: Option<i16>,
+}
+
+impl CommitPartition {
+    /// A partition of `topic` as an OffsetCommit or TxnOffsetCommit request sends it: its
+    /// index, the offset, the leader epoch (-1 for none) and the metadata; not yet answered.
+    pub(super) fn sent(
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: i32,
+        metadata: Option<&StrBytes>,
+    ) -> Self {
+        CommitPartition {
+            topic: topic.to_owned(),
+            partition,
+            offset,
+            leader_epoch,
+            metadata: metadata.map(|m| m.as_str().to_owned()),
+            error_code: None,
+        }
+    }
 }
 
 /// An OffsetFetch request.

@@ -5,12 +5,8 @@
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 use serde::{Deserialize, Serialize};
 
-use super::summary::{bounded_len, CommitPartition, RequestSummary, MAX_SUMMARY_ITEMS};
-
-/// `serde`'s test for a count left out of JSON when zero.
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
+use super::request::commit_partitions;
+use super::summary::{bounded_len, is_zero, CommitPartition, RequestSummary, MAX_SUMMARY_ITEMS};
 
 /// An AddPartitionsToTxn request (v0–3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,22 +130,8 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
             })
         }
         RequestKind::TxnOffsetCommit(r) => {
-            let total = r.topics.iter().map(|t| t.partitions.len()).sum();
-            let partitions: Vec<_> = r
-                .topics
-                .iter()
-                .flat_map(|t| {
-                    t.partitions.iter().map(move |p| CommitPartition {
-                        topic: t.name.0.as_str().to_owned(),
-                        partition: p.partition_index,
-                        offset: p.committed_offset,
-                        leader_epoch: p.committed_leader_epoch,
-                        metadata: p.committed_metadata.as_ref().map(|m| m.as_str().to_owned()),
-                        error_code: None,
-                    })
-                })
-                .take(MAX_SUMMARY_ITEMS)
-                .collect();
+            let (partitions, dropped_partitions) =
+                commit_partitions(&r.topics, |t| (&t.name, &t.partitions));
             RequestSummary::TxnOffsetCommit(TxnOffsetCommitSummary {
                 transactional_id: r.transactional_id.0.as_str().to_owned(),
                 group_id: r.group_id.0.as_str().to_owned(),
@@ -158,7 +140,7 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
                 generation_id: r.generation_id,
                 member_id: r.member_id.as_str().to_owned(),
                 group_instance_id: r.group_instance_id.as_ref().map(|m| m.as_str().to_owned()),
-                dropped_partitions: bounded_len(total, partitions.len()),
+                dropped_partitions,
                 partitions,
             })
         }
