@@ -530,8 +530,8 @@ fn is_held_commit_sent_late(journal: &JournalSnapshot, group: &str, violation: &
     };
     let Some(change) = coordinator_changes(journal.entries(), group)
         .into_iter()
-        .filter(|c| c.seq < lower.seq)
-        .last()
+        .rev()
+        .find(|c| c.seq < lower.seq)
     else {
         return false;
     };
@@ -543,10 +543,10 @@ fn is_held_commit_sent_late(journal: &JournalSnapshot, group: &str, violation: &
         let stored = |c: &&Committed| c.error_code == Some(0);
         let floor = all
             .iter()
+            .rev()
             .filter(same)
             .filter(stored)
-            .filter(|c| c.seq < change.seq)
-            .last()
+            .find(|c| c.seq < change.seq)
             .map_or(0, |c| c.offset);
         let first_after = all
             .iter()
