@@ -40,11 +40,11 @@ pub use snapshot::JournalSnapshot;
 pub use store::SUBSCRIBER_BACKLOG;
 pub(crate) use store::{Arrival, Cursor, Journal, LivePage, Sink};
 pub use summary::{
-    CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
-    InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
-    ListOffsetsSummary, MemberAssignment, MetadataSummary, OffsetCommitSummary, OffsetFetchSummary,
-    ProducePartition, ProduceSummary, RecordDigest, RequestSummary, ResponseSummary,
-    SyncGroupSummary, TopicPartitions,
+    AbortedTransaction, CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset,
+    GroupMemberSummary, InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary,
+    ListOffsetsPartition, ListOffsetsSummary, MemberAssignment, MetadataSummary,
+    OffsetCommitSummary, OffsetFetchSummary, ProducePartition, ProduceSummary, RecordDigest,
+    RequestSummary, ResponseSummary, SyncGroupSummary, TopicPartitions,
 };
 
 /// Default capacity, in entries.
