@@ -17,6 +17,27 @@ use rdkafka::{Offset, TopicPartitionList};
 /// Generous bound on each client call: it only turns a hang into a failure.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
+/// The transaction checks kmock has, each of which must have run and found nothing.
+const TRANSACTION_CHECKS: [&str; 4] = [
+    "txn-offset-commit-regression",
+    "produce-after-end-txn",
+    "end-txn-with-produce-in-flight",
+    "read-committed-saw-aborted",
+];
+
+/// Every check clean (warnings allowed), and the transaction checks ran without a finding.
+fn assert_clean_with_transaction_checks(cluster: &kmock::Cluster) {
+    let report = cluster.check(&kmock::Checks::default());
+    report.assert_clean();
+    for kind in TRANSACTION_CHECKS {
+        assert!(
+            report.checks.iter().any(|c| c == kind),
+            "{kind} ran:\n{report}"
+        );
+        assert_eq!(report.of_kind(kind).count(), 0, "{kind}:\n{report}");
+    }
+}
+
 fn transactional_producer(bootstrap: &str, transactional_id: &str) -> FutureProducer {
     ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -191,7 +212,7 @@ async fn committed_transactions_are_read_and_aborted_ones_are_not() {
         sent,
         vec![("g".to_owned(), vec![5, 7]), ("g".to_owned(), vec![9, 9])]
     );
-    cluster.check(&kmock::Checks::default()).assert_clean();
+    assert_clean_with_transaction_checks(&cluster);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
