@@ -1,5 +1,5 @@
-//! Cluster operations: brokers taken down and brought back, partition leaders and group
-//! coordinators moved, a reset; each journaled under the state's lock.
+//! Cluster operations: brokers taken down and brought back, partition leaders and group and
+//! transaction coordinators moved, a reset; each journaled under the state's lock.
 
 use tokio::net::TcpListener;
 
@@ -13,6 +13,16 @@ impl Cluster {
     /// (-1 while that partition is offline).
     pub fn coordinator(&self, group_id: &str) -> i32 {
         self.inner.shared.state().group_coordinator(group_id)
+    }
+
+    /// Node id of `transactional_id`'s transaction coordinator: the leader of its
+    /// `__transaction_state` partition (Kafka's hash of the id over its 50 partitions; -1
+    /// while that partition is offline).
+    pub fn transaction_coordinator(&self, transactional_id: &str) -> i32 {
+        self.inner
+            .shared
+            .state()
+            .transaction_coordinator(transactional_id)
     }
 
     /// Takes broker `node_id` down, as a controlled shutdown does: first it leaves every ISR,
@@ -113,6 +123,32 @@ impl Cluster {
             |state, now| state.move_coordinator(group_id, node_id, now),
             |leader_changes| ClusterOperation::MoveCoordinator {
                 group_id: group_id.to_owned(),
+                node_id,
+                leader_changes,
+            },
+        )
+        .map(|_| ())
+    }
+
+    /// Makes broker `node_id` the transaction coordinator of `transactional_id`, by moving the
+    /// leader of the id's `__transaction_state` partition (so every transactional id on that
+    /// partition moves, as in Kafka, where the new leader loads their state from the log); the
+    /// old coordinator answers NOT_COORDINATOR to the transaction APIs from then on (journaled
+    /// as one [`ClusterOperation::MoveTransactionCoordinator`] entry). Open transactions go on
+    /// at the new coordinator. Nothing changes when it already coordinates the id.
+    ///
+    /// # Errors
+    /// As [`Cluster::move_leader`].
+    pub fn move_transaction_coordinator(
+        &self,
+        transactional_id: &str,
+        node_id: i32,
+    ) -> Result<(), Error> {
+        self.operate(
+            node_id,
+            |state, now| state.move_transaction_coordinator(transactional_id, node_id, now),
+            |leader_changes| ClusterOperation::MoveTransactionCoordinator {
+                transactional_id: transactional_id.to_owned(),
                 node_id,
                 leader_changes,
             },

@@ -160,6 +160,9 @@ impl Heap for ClusterOperation {
         let named = match self {
             Self::MoveLeader { topic, .. } => topic.heap(),
             Self::MoveCoordinator { group_id, .. } => group_id.heap(),
+            Self::MoveTransactionCoordinator {
+                transactional_id, ..
+            } => transactional_id.heap(),
             _ => 0,
         };
         named
