@@ -159,5 +159,9 @@ async fn move_transaction_coordinator_runs_at_its_time() -> Result<()> {
     )?;
     let new = Client::connect(broker_addr(&cluster, new_coordinator)).await?;
     let answer = new.send(init_producer_id("tx", 60_000), 4).await?;
-    code_is("InitProducerId at the new coordinator", answer.error_code, None)
+    code_is(
+        "InitProducerId at the new coordinator",
+        answer.error_code,
+        None,
+    )
 }

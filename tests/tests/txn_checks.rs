@@ -13,8 +13,8 @@ use common::transactions::{
 use common::{code_is, same};
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError::InvalidTxnState;
-use kmock::journal::summary::{AbortedTransaction, RequestSummary};
 use kmock::check::Severity;
+use kmock::journal::summary::{AbortedTransaction, RequestSummary};
 use kmock::{Checks, Report, Rule};
 
 /// Only catches a hang: every wait here ends on an event long before.
