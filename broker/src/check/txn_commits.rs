@@ -25,9 +25,10 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     }
     // (group, topic, partition, scope key).
     type Slot = (String, String, i32, String);
-    // Open transactions, by (transactional id, producer id, epoch): per slot, the last offset
-    // applied and its TxnOffsetCommit.
-    let mut open: HashMap<(&str, i64, i16), BTreeMap<Slot, (&Entry, i64)>> = HashMap::new();
+    // Per slot, the last offset a transaction applied and its TxnOffsetCommit.
+    type Pending<'a> = BTreeMap<Slot, (&'a Entry, i64)>;
+    // Open transactions, by (transactional id, producer id, epoch).
+    let mut open: HashMap<(&str, i64, i16), Pending<'_>> = HashMap::new();
     // Per slot, the last committed transaction's offset: (TxnOffsetCommit, EndTxn, offset).
     let mut last: HashMap<Slot, (&Entry, &Entry, i64)> = HashMap::new();
     let mut violations = Vec::new();
