@@ -103,7 +103,8 @@ macro_rules! heap_of_fields {
 
 heap_of_fields! {
     ProducePartition => [topic, digests],
-    FetchPartition => [topic],
+    FetchPartition => [topic, aborted_transactions],
+    AbortedTransaction => [],
     ListOffsetsPartition => [topic],
     CommitPartition => [topic, metadata],
     FetchedOffset => [group_id, topic],
