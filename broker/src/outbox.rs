@@ -76,8 +76,9 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
         }
         self.unsent.push(Unsent { seq, body, digests });
         if size > BUFFER_BYTES {
+            let sending_us = self.journal.now_us();
             write_frame(&mut self.writer, frame).await?;
-            self.sent();
+            self.sent(sending_us);
             return Ok(());
         }
         let prefix = u32::try_from(frame.len()).expect("smaller than the buffer");
@@ -91,6 +92,7 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
     /// # Errors
     /// The socket's error (see [`Self::write`]).
     pub async fn send(&mut self) -> std::io::Result<()> {
+        let sending_us = self.journal.now_us();
         if !self.buffer.is_empty() {
             self.writer.write_all(&self.buffer).await?;
             self.writer.flush().await?;
@@ -99,12 +101,13 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
                 self.buffer = Vec::new();
             }
         }
-        self.sent();
+        self.sent(sending_us);
         Ok(())
     }
 
-    /// Completes the entries of the answers just handed to the socket, answered now.
-    fn sent(&mut self) {
+    /// Completes the entries of the answers just handed to the socket (from `sending_us`),
+    /// answered now.
+    fn sent(&mut self, sending_us: u64) {
         if self.unsent.is_empty() {
             return;
         }
@@ -113,6 +116,7 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
             // Made before the journal's lock is taken (and not at all when nothing is kept).
             let response = self.journal.records().then(|| ResponseSummary {
                 at_us,
+                sending_us: Some(sending_us),
                 error_codes: summary::error_codes(&body),
             });
             self.journal.finish(seq, |entry| {

@@ -6,7 +6,8 @@
 //!     every: 1s          # optional: again every second until the cluster stops
 //!     broker_down: 1     # exactly one of: broker_down, broker_up (a node id),
 //!                        #   move_leader: { topic, partition, broker },
-//!                        #   move_coordinator: { group, broker }
+//!                        #   move_coordinator: { group, broker },
+//!                        #   move_transaction_coordinator: { transactional_id, broker }
 //!   - { at: 800ms, every: 1s, broker_up: 1 }
 //! ```
 //!
@@ -49,6 +50,9 @@ pub struct OperationSpec {
     /// Move a group's coordinator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub move_coordinator: Option<MoveCoordinator>,
+    /// Move a transactional id's transaction coordinator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub move_transaction_coordinator: Option<MoveTransactionCoordinator>,
 }
 
 /// Where to move a partition's leader.
@@ -73,6 +77,16 @@ pub struct MoveCoordinator {
     pub broker: i32,
 }
 
+/// Where to move a transactional id's transaction coordinator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoveTransactionCoordinator {
+    /// Transactional id.
+    pub transactional_id: String,
+    /// The new coordinator's node id.
+    pub broker: i32,
+}
+
 impl OperationSpec {
     /// Checks that exactly one operation is given and a repeat period is not zero.
     ///
@@ -84,13 +98,14 @@ impl OperationSpec {
             self.broker_up.is_some(),
             self.move_leader.is_some(),
             self.move_coordinator.is_some(),
+            self.move_transaction_coordinator.is_some(),
         ]
         .iter()
         .filter(|&&g| g)
         .count();
         match given {
             0 => Err(
-                "no operation: give one of broker_down, broker_up, move_leader, move_coordinator"
+                "no operation: give one of broker_down, broker_up, move_leader, move_coordinator, move_transaction_coordinator"
                     .into(),
             ),
             1 if self.every == Some(Duration::ZERO) => {
@@ -111,6 +126,8 @@ impl OperationSpec {
             cluster.move_leader(&m.topic, m.partition, m.broker)
         } else if let Some(m) = &self.move_coordinator {
             cluster.move_coordinator(&m.group, m.broker)
+        } else if let Some(m) = &self.move_transaction_coordinator {
+            cluster.move_transaction_coordinator(&m.transactional_id, m.broker)
         } else {
             Ok(())
         }

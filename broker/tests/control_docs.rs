@@ -52,7 +52,15 @@ const ANY: &str = "\u{0}ANY";
 const MORE: &str = "\u{0}MORE";
 /// Keys whose values vary from run to run (times, client ports, and what the client's own
 /// requests number): only their type is compared.
-const VARYING: &[&str] = &["at_us", "peer", "seq", "conn", "correlation_id", "version"];
+const VARYING: &[&str] = &[
+    "at_us",
+    "sending_us",
+    "peer",
+    "seq",
+    "conn",
+    "correlation_id",
+    "version",
+];
 
 /// A line of the document's JSON as a pattern: `"…"`, `{…}`, `[…]` and a bare `…` value match
 /// anything, `,…]` and `,…}` allow more elements or keys.

@@ -1,8 +1,10 @@
 //! librdkafka's transactional producer (the rdkafka crate, `transactional.id`) against kmock's
 //! transaction coordinator: committed transactions are visible to a read_committed consumer
 //! and aborted ones never, a read_uncommitted consumer sees both, the offsets sent in a
-//! committed transaction become the group's and those of an aborted one never do, and a
-//! second producer with the same transactional id fences the first.
+//! committed transaction become the group's and those of an aborted one never do, a second
+//! producer with the same transactional id fences the first, and a transaction whose
+//! coordinator moves mid-way commits at the new one. Every run leaves every check clean,
+//! the transaction checks included.
 
 use std::time::Duration;
 
@@ -16,6 +18,27 @@ use rdkafka::{Offset, TopicPartitionList};
 
 /// Generous bound on each client call: it only turns a hang into a failure.
 const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// The transaction checks kmock has, each of which must have run and found nothing.
+const TRANSACTION_CHECKS: [&str; 4] = [
+    "txn-offset-commit-regression",
+    "produce-after-end-txn",
+    "end-txn-with-produce-in-flight",
+    "read-committed-saw-aborted",
+];
+
+/// Every check clean (warnings allowed), and the transaction checks ran without a finding.
+fn assert_clean_with_transaction_checks(cluster: &kmock::Cluster) {
+    let report = cluster.check(&kmock::Checks::default());
+    report.assert_clean();
+    for kind in TRANSACTION_CHECKS {
+        assert!(
+            report.checks.iter().any(|c| c == kind),
+            "{kind} ran:\n{report}"
+        );
+        assert_eq!(report.of_kind(kind).count(), 0, "{kind}:\n{report}");
+    }
+}
 
 fn transactional_producer(bootstrap: &str, transactional_id: &str) -> FutureProducer {
     ClientConfig::new()
@@ -191,7 +214,7 @@ async fn committed_transactions_are_read_and_aborted_ones_are_not() {
         sent,
         vec![("g".to_owned(), vec![5, 7]), ("g".to_owned(), vec![9, 9])]
     );
-    cluster.check(&kmock::Checks::default()).assert_clean();
+    assert_clean_with_transaction_checks(&cluster);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,5 +253,110 @@ async fn a_second_producer_with_the_same_transactional_id_fences_the_first() {
         committed,
         vec![vec!["live0".to_owned()], vec!["live1".to_owned()]]
     );
-    cluster.check(&kmock::Checks::default()).assert_clean();
+    assert_clean_with_transaction_checks(&cluster);
+}
+
+/// The transaction APIs, whose requests go to the transaction coordinator.
+const TXN_APIS: [&str; 4] = [
+    "AddPartitionsToTxn",
+    "AddOffsetsToTxn",
+    "TxnOffsetCommit",
+    "EndTxn",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_whose_coordinator_moves_mid_way_commits_at_the_new_one() {
+    use kmock::journal::ClusterOperation;
+    let cluster = kmock::Cluster::builder()
+        .brokers(3)
+        .topic("out", 2)
+        .start()
+        .await
+        .unwrap();
+    let bootstrap = cluster.bootstrap();
+    let producer = transactional_producer(&bootstrap, "txn-move");
+    producer.init_transactions(HANG_GUARD).unwrap();
+    let old = cluster.transaction_coordinator("txn-move");
+    let new = old % 3 + 1;
+    let mut sent = Vec::new();
+    for t in 0..4 {
+        producer.begin_transaction().unwrap();
+        let batch = values(&format!("t{t}-"), 4);
+        send(&producer, "out", &batch).await;
+        if t == 1 {
+            // The second transaction has begun at the old coordinator: its partitions were
+            // added there after the first transaction's EndTxn.
+            let first_end = cluster.journal().api("EndTxn").last().unwrap().seq;
+            cluster
+                .wait_for(
+                    |e| e.is("AddPartitionsToTxn") && e.seq > first_end && e.broker == old,
+                    HANG_GUARD,
+                )
+                .await
+                .unwrap();
+            cluster
+                .move_transaction_coordinator("txn-move", new)
+                .unwrap();
+            assert_eq!(cluster.transaction_coordinator("txn-move"), new);
+        }
+        producer.commit_transaction(HANG_GUARD).unwrap();
+        sent.extend(batch);
+    }
+
+    let committed = read_all(&bootstrap, "out", "read_committed").await;
+    assert_eq!(
+        committed,
+        vec![on_partition(&sent, 0), on_partition(&sent, 1)]
+    );
+
+    let journal = cluster.journal();
+    let moved = journal
+        .entries()
+        .iter()
+        .find(|e| {
+            matches!(
+                e.operation,
+                Some(ClusterOperation::MoveTransactionCoordinator { .. })
+            )
+        })
+        .expect("the move is journaled");
+    let changes = moved.operation.as_ref().unwrap().leader_changes();
+    assert!(
+        matches!(changes, [c] if c.topic == "__transaction_state" && c.from == old && c.to == new),
+        "{changes:?}"
+    );
+    let txn_after = |broker: i32| -> Vec<&kmock::Entry> {
+        journal
+            .entries()
+            .iter()
+            .filter(|e| e.seq > moved.seq && e.broker == broker)
+            .filter(|e| TXN_APIS.iter().any(|api| e.is(api)))
+            .collect()
+    };
+    // librdkafka sent its EndTxn to the coordinator it knew; refused, it looked the
+    // coordinator up again and committed at the new one.
+    let at_old = txn_after(old);
+    assert!(
+        !at_old.is_empty(),
+        "a request at the old coordinator after the move"
+    );
+    for e in &at_old {
+        let codes = e.response.as_ref().map(|r| r.error_codes.clone());
+        assert_eq!(
+            codes,
+            Some(vec![16]),
+            "NOT_COORDINATOR at the old one: {e:?}"
+        );
+    }
+    let ends_at_new = txn_after(new)
+        .into_iter()
+        .filter(
+            |e| matches!(&e.request, Some(RequestSummary::EndTxn(s)) if s.error_code == Some(0)),
+        )
+        .count();
+    assert_eq!(
+        ends_at_new, 3,
+        "transactions 1 to 3 committed at the new coordinator"
+    );
+    assert_clean_with_transaction_checks(&cluster);
 }

@@ -1,7 +1,8 @@
 //! A scenario's `operations:` really run, at their time, on Tokio's clock (paused here, so
 //! "at 100ms" is exact): `move_leader` moves the partition (the journal holds the operation,
 //! the epoch goes up, the old leader refuses a Produce) and `move_coordinator` moves the group
-//! (the old coordinator refuses its commit NOT_COORDINATOR).
+//! (the old coordinator refuses its commit NOT_COORDINATOR), and `move_transaction_coordinator`
+//! moves a transactional id (the old coordinator refuses its InitProducerId NOT_COORDINATOR).
 
 mod common;
 
@@ -100,4 +101,67 @@ async fn move_leader_and_move_coordinator_run_at_their_time() -> Result<()> {
     )?;
     cluster.shutdown().await;
     Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn move_transaction_coordinator_runs_at_its_time() -> Result<()> {
+    use common::transactions::init_producer_id;
+    let shape = Scenario::parse("brokers: 3\ntopics: [{name: t, partitions: 1}]\n")
+        .map_err(anyhow::Error::msg)?;
+    let cluster = shape.builder()?.port(0).start().await?;
+    let coordinator = cluster.transaction_coordinator("tx");
+    let new_coordinator = coordinator % 3 + 1;
+    let operations = Scenario::parse(&format!(
+        "operations:\n\
+         - {{at: 100ms, move_transaction_coordinator: {{transactional_id: tx, broker: {new_coordinator}}}}}\n"
+    ))
+    .map_err(anyhow::Error::msg)?
+    .operations;
+    let started = Instant::now();
+    tokio::spawn(kmock::schedule::run(cluster.clone(), operations));
+
+    let moved = cluster
+        .wait_for(|e| e.operation.is_some(), Duration::from_secs(5))
+        .await?;
+    same("when it ran", started.elapsed(), Duration::from_millis(100))?;
+    let Some(ClusterOperation::MoveTransactionCoordinator {
+        transactional_id,
+        node_id,
+        leader_changes,
+    }) = moved.operation
+    else {
+        anyhow::bail!("not a transaction coordinator move: {moved:?}");
+    };
+    same(
+        "the move",
+        (transactional_id.as_str(), node_id),
+        ("tx", new_coordinator),
+    )?;
+    same(
+        "the change",
+        leader_changes
+            .iter()
+            .map(|c| (c.topic.as_str(), c.from, c.to))
+            .collect::<Vec<_>>(),
+        vec![("__transaction_state", coordinator, new_coordinator)],
+    )?;
+    same(
+        "tx's coordinator",
+        cluster.transaction_coordinator("tx"),
+        new_coordinator,
+    )?;
+    let old = Client::connect(broker_addr(&cluster, coordinator)).await?;
+    let answer = old.send(init_producer_id("tx", 60_000), 4).await?;
+    code_is(
+        "InitProducerId at the old coordinator",
+        answer.error_code,
+        Some(NotCoordinator),
+    )?;
+    let new = Client::connect(broker_addr(&cluster, new_coordinator)).await?;
+    let answer = new.send(init_producer_id("tx", 60_000), 4).await?;
+    code_is(
+        "InitProducerId at the new coordinator",
+        answer.error_code,
+        None,
+    )
 }

@@ -9,38 +9,14 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use common::transactions::{
-    add_offsets, add_partitions, end_txn, init_producer_id, latest_offset, transactional_batch,
-    txn_offset_commit,
+    add_offsets, add_partitions, end_txn, fetch_committed, init_producer_id, latest_offset,
+    transactional_batch, txn_offset_commit,
 };
 use common::{code_is, same};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{BrokerId, FetchRequest};
 use kafka_protocol::ResponseError::*;
 
 const READ_UNCOMMITTED: i8 = 0;
 const READ_COMMITTED: i8 = 1;
-
-/// A read_committed Fetch (v11) of `t`-0 from offset 0, waiting up to `max_wait_ms` for data.
-async fn fetch_committed(
-    client: &kmock_client::Client,
-    max_wait_ms: i32,
-) -> Result<kafka_protocol::messages::FetchResponse> {
-    let fetch = FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(max_wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_isolation_level(READ_COMMITTED)
-        .with_session_epoch(-1)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(common::name("t"))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_current_leader_epoch(-1)
-                .with_log_start_offset(-1)
-                .with_partition_max_bytes(1 << 20)])]);
-    Ok(client.send(fetch, 11).await?)
-}
 
 fn produce_error(answer: &kafka_protocol::messages::ProduceResponse) -> i16 {
     answer.responses[0].partition_responses[0].error_code

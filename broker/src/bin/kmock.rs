@@ -85,7 +85,9 @@ struct Check {
     /// inflight-exceeded, duplicate-write, out-of-order-write, lost-write (the last three need
     /// the partition logs: skipped here), stuck-client (a client sending a request again after
     /// an error without the recovery step Kafka's protocol defines; see --stuck-after),
-    /// reorder-on-retry.
+    /// reorder-on-retry, sequence-reused, and the transaction checks
+    /// txn-offset-commit-regression, produce-after-end-txn, end-txn-with-produce-in-flight,
+    /// read-committed-saw-aborted.
     #[arg(long = "check", value_name = "NAME")]
     checks: Vec<String>,
     /// Produce requests any producer may have outstanding on one connection (the client's

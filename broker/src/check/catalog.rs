@@ -18,6 +18,10 @@ pub const ALL: &[&str] = &[
     "stuck-client",
     "reorder-on-retry",
     "sequence-reused",
+    "txn-offset-commit-regression",
+    "produce-after-end-txn",
+    "end-txn-with-produce-in-flight",
+    "read-committed-saw-aborted",
 ];
 
 /// A family of checks: what they are about and what they need.
@@ -32,6 +36,10 @@ pub enum Family {
     LogIntegrity,
     /// Clients retrying without the recovery step Kafka's protocol defines ([`super::liveness`]).
     Liveness,
+    /// The order of a transaction's requests, and what read_committed consumers were answered
+    /// ([`super::txn_commits`], [`super::produce_after_end`], [`super::end_txn_inflight`],
+    /// [`super::read_committed`]).
+    Transactions,
 }
 
 /// What kmock knows of one check.
@@ -66,6 +74,10 @@ pub const CHECKS: &[CheckInfo] = &[
     check("stuck-client",                    Family::Liveness,        &["OffsetCommit", "Produce", "Fetch", "ListOffsets"]),
     check("reorder-on-retry",                Family::ProduceSequence, &["Produce"]),
     check("sequence-reused",                 Family::ProduceSequence, &["Produce"]),
+    check("txn-offset-commit-regression",    Family::Transactions,    &["TxnOffsetCommit"]),
+    check("produce-after-end-txn",           Family::Transactions,    &["Produce"]),
+    check("end-txn-with-produce-in-flight",  Family::Transactions,    &["Produce"]),
+    check("read-committed-saw-aborted",      Family::Transactions,    &["Produce", "Fetch"]),
 ];
 
 const fn check(name: &'static str, family: Family, reads: &'static [&'static str]) -> CheckInfo {

@@ -248,6 +248,7 @@ mod tests {
             bad_request: None,
             response: Some(ResponseSummary {
                 at_us: 0,
+                sending_us: None,
                 error_codes: vec![],
             }),
             faults: vec![],

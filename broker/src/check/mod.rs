@@ -12,17 +12,24 @@
 //! - log integrity ([`logs`] in process; `duplicate-write` and `lost-write` offline from the
 //!   Produce answers, [`written`]): `duplicate-write`, `out-of-order-write`, `lost-write`;
 //! - liveness ([`liveness`]): `stuck-client`;
-//! - record identity ([`reuse`]): `sequence-reused`.
+//! - record identity ([`reuse`]): `sequence-reused`;
+//! - transactions: `txn-offset-commit-regression` ([`txn_commits`]), `produce-after-end-txn`
+//!   ([`produce_after_end`]), `end-txn-with-produce-in-flight` ([`end_txn_inflight`]),
+//!   `read-committed-saw-aborted` ([`read_committed`]).
 
 mod catalog;
 pub mod commits;
+pub mod end_txn_inflight;
 pub mod inflight;
 pub mod liveness;
 pub mod logs;
+pub mod produce_after_end;
+pub mod read_committed;
 mod rebalance;
 pub mod retries;
 pub mod reuse;
 pub mod sequences;
+pub mod txn_commits;
 pub mod written;
 
 use std::collections::BTreeSet;
@@ -324,6 +331,18 @@ pub(crate) fn applied_unanswered(entry: &Entry) -> bool {
         .any(|f| f.ends_with("disconnect_after_apply") || f.ends_with("silence"))
 }
 
+/// The EndTxn of `entry` if the broker applied it: answered NONE, or applied before a fault
+/// dropped the answer.
+pub(crate) fn ended_txn(entry: &Entry) -> Option<&crate::journal::summary::EndTxnSummary> {
+    match &entry.request {
+        Some(crate::journal::RequestSummary::EndTxn(end)) => match end.error_code {
+            Some(code) => (code == 0).then_some(end),
+            None => applied_unanswered(entry).then_some(end),
+        },
+        _ => None,
+    }
+}
+
 /// Producer sequences live in 0..2^31 and wrap from 2^31−1 to 0.
 pub(crate) const SEQUENCE_SPACE: i64 = 1 << 31;
 
@@ -378,6 +397,18 @@ pub(crate) fn run_journal(entries: &[Entry], checks: &Checks) -> Report {
         report.violations.extend(inflight::check(stretch, checks));
         report.violations.extend(retries::check(stretch, checks));
         report.violations.extend(reuse::check(stretch, checks));
+        report
+            .violations
+            .extend(txn_commits::check(stretch, checks));
+        report
+            .violations
+            .extend(produce_after_end::check(stretch, checks));
+        report
+            .violations
+            .extend(end_txn_inflight::check(stretch, checks));
+        report
+            .violations
+            .extend(read_committed::check(stretch, checks));
     }
     report.skipped.extend(truncated(entries, checks));
     report
@@ -419,6 +450,9 @@ fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
         listed.join(", "),
     ))
 }
+
+#[cfg(test)]
+mod txn_tests;
 
 /// Journal entries for the checks' unit tests.
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Cluster operations over HTTP: `POST /brokers/{id}/down`, `POST /brokers/{id}/up`,
-//! `POST /partitions/{topic}/{p}/leader`, `POST /groups/{group}/coordinator`, `POST /reset`.
+//! `POST /partitions/{topic}/{p}/leader`, `POST /groups/{group}/coordinator`,
+//! `POST /transactions/{id}/coordinator`, `POST /reset`.
 //! Each is the [`Cluster`](crate::Cluster) method of the same name; what is unknown (a broker,
 //! a partition) is 404, what the cluster's state refuses (a broker already down, a leader
 //! without a replica) is 409.
@@ -117,6 +118,28 @@ pub(crate) async fn move_coordinator(
     Ok(Json(json!({
         "group_id": group_id,
         "coordinator": control.cluster.coordinator(&group_id),
+    })))
+}
+
+/// `POST /transactions/{id}/coordinator` with `{"broker": ID}`: `{"transactional_id",
+/// "coordinator"}` after the move (every transactional id on the same `__transaction_state`
+/// partition moves with it).
+pub(crate) async fn move_transaction_coordinator(
+    State(control): State<Control>,
+    transactional_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let Path(transactional_id) = transactional_id?;
+    let Target { broker } = body::parse(&headers, &body)?;
+    known_broker(&control, broker)?;
+    control
+        .cluster
+        .move_transaction_coordinator(&transactional_id, broker)
+        .map_err(refused)?;
+    Ok(Json(json!({
+        "transactional_id": transactional_id,
+        "coordinator": control.cluster.transaction_coordinator(&transactional_id),
     })))
 }
 

@@ -11,7 +11,7 @@
 //! | `POST /check` | the check report, as `kmock check --format json` |
 //! | `GET /topics`, `POST /topics` | topics with leaders and offsets; creation |
 //! | `POST /brokers/{id}/down`, `…/up` | a broker stops (failover) or comes back |
-//! | `POST /partitions/{topic}/{p}/leader`, `POST /groups/{group}/coordinator` | moves, body `{"broker": ID}` |
+//! | `POST /partitions/{topic}/{p}/leader`, `POST /groups/{group}/coordinator`, `POST /transactions/{id}/coordinator` | moves, body `{"broker": ID}` |
 //! | `POST /reset` | clears journal, logs, groups and producer state; keeps listeners, ports |
 //!
 //! Every error is `{"error": "…"}` with a 4xx status: 400 for a bad body or query (nothing is
@@ -196,6 +196,10 @@ fn routes(control: Control) -> Router {
         .route(
             "/groups/{group}/coordinator",
             post(cluster_ops::move_coordinator),
+        )
+        .route(
+            "/transactions/{transactional_id}/coordinator",
+            post(cluster_ops::move_transaction_coordinator),
         )
         .route("/reset", post(cluster_ops::reset))
         .fallback(|| async { ApiError::not_found("no such endpoint") })

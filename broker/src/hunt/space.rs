@@ -290,6 +290,7 @@ fn operation(dice: &mut Dice, traffic: &Traffic, brokers: i32) -> Vec<OperationS
         broker_up: None,
         move_leader: None,
         move_coordinator: None,
+        move_transaction_coordinator: None,
     };
     let partitions: Vec<&(String, i32)> = traffic.partitions.iter().collect();
     let groups: Vec<&String> = traffic.groups.iter().collect();

@@ -40,11 +40,11 @@ pub use snapshot::JournalSnapshot;
 pub use store::SUBSCRIBER_BACKLOG;
 pub(crate) use store::{Arrival, Cursor, Journal, LivePage, Sink};
 pub use summary::{
-    CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset, GroupMemberSummary,
-    InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary, ListOffsetsPartition,
-    ListOffsetsSummary, MemberAssignment, MetadataSummary, OffsetCommitSummary, OffsetFetchSummary,
-    ProducePartition, ProduceSummary, RecordDigest, RequestSummary, ResponseSummary,
-    SyncGroupSummary, TopicPartitions,
+    AbortedTransaction, CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset,
+    GroupMemberSummary, InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary,
+    ListOffsetsPartition, ListOffsetsSummary, MemberAssignment, MetadataSummary,
+    OffsetCommitSummary, OffsetFetchSummary, ProducePartition, ProduceSummary, RecordDigest,
+    RequestSummary, ResponseSummary, SyncGroupSummary, TopicPartitions,
 };
 
 /// Default capacity, in entries.
@@ -95,7 +95,8 @@ pub struct Entry {
 }
 
 /// A cluster operation, as journaled, with the leader changes it caused (each bumping the
-/// partition's leader epoch; `__consumer_offsets` partitions are group coordinators).
+/// partition's leader epoch; `__consumer_offsets` partitions are group coordinators,
+/// `__transaction_state` partitions transaction coordinators).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum ClusterOperation {
@@ -134,6 +135,16 @@ pub enum ClusterOperation {
         /// The change (empty when it already coordinated the group).
         leader_changes: Vec<LeaderChange>,
     },
+    /// A transactional id's transaction coordinator was moved (with every transactional id
+    /// on its `__transaction_state` partition).
+    MoveTransactionCoordinator {
+        /// Transactional id.
+        transactional_id: String,
+        /// The new coordinator.
+        node_id: i32,
+        /// The change (empty when it already coordinated the id).
+        leader_changes: Vec<LeaderChange>,
+    },
     /// The cluster started afresh ([`crate::Cluster::reset`]): checks forget what came
     /// before. Written to a JSON Lines sink and to subscribers only, since the journal in
     /// memory is emptied by it.
@@ -147,7 +158,8 @@ impl ClusterOperation {
             Self::BrokerDown { leader_changes, .. }
             | Self::BrokerUp { leader_changes, .. }
             | Self::MoveLeader { leader_changes, .. }
-            | Self::MoveCoordinator { leader_changes, .. } => leader_changes,
+            | Self::MoveCoordinator { leader_changes, .. }
+            | Self::MoveTransactionCoordinator { leader_changes, .. } => leader_changes,
             Self::Reset => &[],
         }
     }

@@ -71,6 +71,8 @@ pub(crate) fn summarize(
                         fetch_offset: p.fetch_offset,
                         high_watermark: None,
                         records_bytes: None,
+                        last_offset: None,
+                        aborted_transactions: None,
                         error_code: None,
                     })
                 })

@@ -4,7 +4,9 @@
 use kafka_protocol::messages::ResponseKind;
 
 use super::request::consumer_assignment;
-use super::summary::{bounded_len, FetchedOffset, RequestSummary, MAX_SUMMARY_ITEMS};
+use super::summary::{
+    bounded_len, AbortedTransaction, FetchedOffset, RequestSummary, MAX_SUMMARY_ITEMS,
+};
 
 /// Fills a summary's answered fields from the response. Handlers answer topics and partitions
 /// in request order, so items are matched by position.
@@ -23,6 +25,15 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
                 p.error_code = Some(a.error_code);
                 p.high_watermark = Some(a.high_watermark);
                 p.records_bytes = Some(a.records.as_ref().map_or(0, |r| r.len()));
+                p.last_offset = a.records.as_deref().and_then(last_record_offset);
+                p.aborted_transactions = a.aborted_transactions.as_ref().map(|list| {
+                    list.iter()
+                        .map(|t| AbortedTransaction {
+                            producer_id: t.producer_id.0,
+                            first_offset: t.first_offset,
+                        })
+                        .collect()
+                });
             }
         }
         (RequestSummary::ListOffsets(s), ResponseKind::ListOffsets(r)) => {
@@ -194,4 +205,55 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
         }
     }
     distinct
+}
+
+/// The offset of the last record of the last whole batch in a Fetch answer's `records`:
+/// batches are walked by their length field (offset 8), and a v2 batch's last offset is its
+/// base offset plus its last offset delta (offset 23); a v0/v1 message's offset field is its
+/// last offset. `None` without a whole batch.
+fn last_record_offset(records: &[u8]) -> Option<i64> {
+    const LOG_OVERHEAD: usize = 12; // base offset (8) + length (4)
+    let mut at = 0;
+    let mut last = None;
+    while let Some(header) = records.get(at..at + LOG_OVERHEAD) {
+        let base = i64::from_be_bytes(header[..8].try_into().ok()?);
+        let length = usize::try_from(i32::from_be_bytes(header[8..].try_into().ok()?)).ok()?;
+        let end = at.checked_add(LOG_OVERHEAD)?.checked_add(length)?;
+        let Some(batch) = records.get(at..end) else {
+            break; // a partial batch at the end of the answer
+        };
+        last = Some(match (batch.get(16), batch.get(23..27)) {
+            (Some(2), Some(delta)) => base + i64::from(i32::from_be_bytes(delta.try_into().ok()?)),
+            _ => base,
+        });
+        at = end;
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_record_offset;
+
+    /// A v2 batch header (61 bytes, no records) at `base` whose last offset delta is `delta`.
+    fn batch(base: i64, delta: i32) -> Vec<u8> {
+        let mut b = vec![0u8; 61];
+        b[..8].copy_from_slice(&base.to_be_bytes());
+        b[8..12].copy_from_slice(&49i32.to_be_bytes());
+        b[16] = 2;
+        b[23..27].copy_from_slice(&delta.to_be_bytes());
+        b
+    }
+
+    #[test]
+    fn the_last_offset_is_the_last_whole_batch_s_base_plus_its_delta() {
+        let mut records = batch(5, 2);
+        records.extend(batch(8, 0));
+        assert_eq!(last_record_offset(&records), Some(8));
+        records.extend(&batch(9, 4)[..30]); // a partial batch is not counted
+        assert_eq!(last_record_offset(&records), Some(8));
+        assert_eq!(last_record_offset(&batch(5, 2)), Some(7));
+        assert_eq!(last_record_offset(&[]), None);
+        assert_eq!(last_record_offset(&batch(5, 2)[..40]), None);
+    }
 }

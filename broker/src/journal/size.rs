@@ -103,7 +103,8 @@ macro_rules! heap_of_fields {
 
 heap_of_fields! {
     ProducePartition => [topic, digests],
-    FetchPartition => [topic],
+    FetchPartition => [topic, aborted_transactions],
+    AbortedTransaction => [],
     ListOffsetsPartition => [topic],
     CommitPartition => [topic, metadata],
     FetchedOffset => [group_id, topic],
@@ -160,6 +161,9 @@ impl Heap for ClusterOperation {
         let named = match self {
             Self::MoveLeader { topic, .. } => topic.heap(),
             Self::MoveCoordinator { group_id, .. } => group_id.heap(),
+            Self::MoveTransactionCoordinator {
+                transactional_id, ..
+            } => transactional_id.heap(),
             _ => 0,
         };
         named

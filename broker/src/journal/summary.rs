@@ -198,8 +198,28 @@ pub struct FetchPartition {
     pub high_watermark: Option<i64>,
     /// Bytes of records answered; `None` until answered.
     pub records_bytes: Option<usize>,
+    /// Offset of the last record answered (the last whole batch's base offset plus its last
+    /// offset delta); `None` until answered, when no whole batch was answered, and in older
+    /// journals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_offset: Option<i64>,
+    /// The aborted transactions a read_committed answer listed, for the client to drop their
+    /// records (Kafka's `AbortedTransaction`s); `None` until answered, for read_uncommitted,
+    /// and in older journals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted_transactions: Option<Vec<AbortedTransaction>>,
     /// Error code answered; `None` until answered.
     pub error_code: Option<i16>,
+}
+
+/// An aborted transaction a read_committed Fetch answer listed: the client drops the records
+/// of `producer_id` from `first_offset` up to that transaction's abort marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortedTransaction {
+    /// The transaction's producer id.
+    pub producer_id: i64,
+    /// The offset of the transaction's first record in the partition.
+    pub first_offset: i64,
 }
 
 /// A ListOffsets request.
@@ -429,6 +449,12 @@ pub struct DeletedTopic {
 pub struct ResponseSummary {
     /// When the answer was written, µs since the cluster started.
     pub at_us: u64,
+    /// When its bytes began to be handed to the socket, µs since the cluster started: the
+    /// client cannot have read the answer before (`at_us` is taken once the write is done, so
+    /// a request the client sent on reading the answer may arrive before it). `None` in older
+    /// journals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending_us: Option<u64>,
     /// Every distinct non-zero error code in the answer (top level, topics, partitions), in
     /// the order they appear.
     pub error_codes: Vec<i16>,

@@ -161,6 +161,27 @@ impl ClusterState {
         }))
     }
 
+    /// Moves the transaction coordinator of `transactional_id` to broker `node` by electing
+    /// `node` leader of the id's `__transaction_state` partition (Kafka's hash of the id over
+    /// its 50 partitions); every transactional id on that partition moves with it, as in
+    /// Kafka. Nothing changes when `node` already coordinates the id.
+    ///
+    /// # Errors
+    /// As [`Self::move_leader`].
+    pub fn move_transaction_coordinator(
+        &mut self,
+        transactional_id: &str,
+        node: i32,
+        now: Instant,
+    ) -> Result<Vec<LeaderChange>, String> {
+        let index = partition_for(transactional_id, self.transaction_state.len() as i32);
+        let found = &self.transaction_state[index as usize];
+        self.check_target(found, &format!("{TRANSACTION_STATE}-{index}"), node)?;
+        Ok(self.elect(now, |t, i, p| {
+            (t == TRANSACTION_STATE && i == index && p.leader != node).then_some(node)
+        }))
+    }
+
     /// Checks that broker `node` exists and is down (so it can be brought up).
     ///
     /// # Errors

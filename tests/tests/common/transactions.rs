@@ -158,3 +158,27 @@ pub fn txn_offset_commit(
                 .with_committed_offset(offset)
                 .with_committed_leader_epoch(-1)])])
 }
+
+/// A read_committed Fetch (v11, isolation level 1) of `t`-0 from offset 0, waiting up to `max_wait_ms` for data.
+pub async fn fetch_committed(
+    client: &kmock_client::Client,
+    max_wait_ms: i32,
+) -> anyhow::Result<kafka_protocol::messages::FetchResponse> {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{BrokerId, FetchRequest};
+    let fetch = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_isolation_level(1)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(name("t"))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_current_leader_epoch(-1)
+                .with_log_start_offset(-1)
+                .with_partition_max_bytes(1 << 20)])]);
+    Ok(client.send(fetch, 11).await?)
+}
