@@ -160,3 +160,30 @@ async fn offset_fetch_v1_puts_a_group_error_on_every_partition_asked() -> Result
         2,
     )
 }
+
+/// An OffsetCommit naming `t`-0 1,000,000 times, offsets 0 to 999,999, from outside any group:
+/// every entry answered NONE, and the last entry's offset is the group's (kmock keeps one
+/// offset per partition while it reads the request, as TxnOffsetCommit does).
+#[tokio::test]
+async fn a_huge_offset_commit_keeps_the_last_offset_of_a_partition() -> Result<()> {
+    const ENTRIES: i64 = 1_000_000;
+    let (_cluster, client) = start(1, &["t"], 1).await?;
+    let mut request = commit("g", "", 0, 0);
+    let entry = request.topics[0].partitions[0].clone();
+    request.topics[0].partitions = (0..ENTRIES)
+        .map(|offset| entry.clone().with_committed_offset(offset))
+        .collect();
+    let answer = client.send(request, 8).await?;
+    let partitions = &answer.topics[0].partitions;
+    common::same("answers", partitions.len(), ENTRIES as usize)?;
+    common::same(
+        "entries refused",
+        partitions.iter().filter(|p| p.error_code != 0).count(),
+        0,
+    )?;
+    let fetched = client.send(fetch("g"), 7).await?;
+    let p = &fetched.topics[0].partitions[0];
+    code_is("OffsetFetch", p.error_code, None)?;
+    common::same("committed offset", p.committed_offset, ENTRIES - 1)?;
+    Ok(())
+}

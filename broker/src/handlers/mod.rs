@@ -26,6 +26,7 @@ pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+mod offset_answers;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;

@@ -16,15 +16,12 @@
 //!
 //! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
 
-use kafka_protocol::messages::offset_commit_response::{
-    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-};
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
+use super::offset_answers::{answer_commits, partition_exists};
 use super::Ctx;
-use crate::state::groups::{CommittedOffset, MAX_METADATA_BYTES};
 use crate::state::ClusterState;
 
 /// Versions implemented.
@@ -34,18 +31,12 @@ pub const VERSIONS: VersionRange = OffsetCommitRequest::VERSIONS;
 pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, version: i16) -> OffsetCommitResponse {
     let group_id = request.group_id.0.as_str();
     let mut state = ctx.shared.state();
-    let exists = |state: &crate::state::ClusterState, topic: &str, p: i32| {
-        state
-            .topics
-            .get(topic)
-            .is_some_and(|t| t.partition(p).is_some())
-    };
     // Partitions of unknown topics are answered before the group is consulted; with none
     // left, the coordinator is not asked at all (Kafka's KafkaApis.handleOffsetCommitRequest).
     let any_valid = request.topics.iter().any(|t| {
         t.partitions
             .iter()
-            .any(|p| exists(&state, t.name.0.as_str(), p.partition_index))
+            .any(|p| partition_exists(&state, t.name.0.as_str(), p.partition_index))
     });
     let group = if !any_valid {
         Err(ResponseError::UnknownTopicOrPartition)
@@ -53,71 +44,19 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, version: i16) -> Offs
         Err(ResponseError::NotCoordinator)
     } else {
         let ClusterState { groups, .. } = &mut *state;
-        groups.check_commit(
-            group_id,
-            request.generation_id_or_member_epoch,
-            request.member_id.as_str(),
-            request.group_instance_id.as_ref().map(StrBytes::as_str),
-            version,
-        )
+        groups
+            .check_commit(
+                group_id,
+                request.generation_id_or_member_epoch,
+                request.member_id.as_str(),
+                request.group_instance_id.as_ref().map(StrBytes::as_str),
+                version,
+            )
+            .map(|_| ())
     };
-    let group_error = group.as_ref().err().copied();
-    let mut accepted = Vec::new();
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let name = t.name.0.as_str();
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let error = if !exists(&state, name, p.partition_index) {
-                        Some(ResponseError::UnknownTopicOrPartition)
-                    } else if group_error.is_some() {
-                        group_error
-                    } else if p
-                        .committed_metadata
-                        .as_ref()
-                        .is_some_and(|m| too_large(m.as_str()))
-                    {
-                        Some(ResponseError::OffsetMetadataTooLarge)
-                    } else {
-                        accepted.push((
-                            (name.to_owned(), p.partition_index),
-                            CommittedOffset {
-                                offset: p.committed_offset,
-                                leader_epoch: p.committed_leader_epoch,
-                                metadata: p
-                                    .committed_metadata
-                                    .as_ref()
-                                    .map(|m| m.as_str().to_owned()),
-                            },
-                        ));
-                        None
-                    };
-                    OffsetCommitResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(error.map_or(0, |e| e.code()))
-                })
-                .collect();
-            OffsetCommitResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
-    if let Some(group) = state
-        .groups
-        .get_mut(group_id)
-        .filter(|_| group_error.is_none())
-    {
+    let (topics, accepted) = answer_commits(&state, &request.topics, group);
+    if let Some(group) = state.groups.get_mut(group_id).filter(|_| group.is_ok()) {
         group.offsets.extend(accepted);
     }
     OffsetCommitResponse::default().with_topics(topics)
-}
-
-/// Kafka compares the metadata's length in UTF-16 code units (Java's `String.length`) with
-/// `offset.metadata.max.bytes`.
-fn too_large(metadata: &str) -> bool {
-    metadata.encode_utf16().count() > MAX_METADATA_BYTES
 }

@@ -9,13 +9,11 @@
 //!
 //! Deviations from Apache Kafka: none known.
 
-use kafka_protocol::messages::offset_delete_response::{
-    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
-};
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
+use super::offset_answers::{answer_each, partition_exists};
 use super::Ctx;
 use crate::state::groups::GroupState;
 
@@ -30,7 +28,7 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());
     }
-    let partition_exists: Vec<(String, i32)> = request
+    let existing: Vec<(String, i32)> = request
         .topics
         .iter()
         .flat_map(|t| {
@@ -38,12 +36,7 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
                 .iter()
                 .map(move |p| (t.name.0.as_str().to_owned(), p.partition_index))
         })
-        .filter(|(t, p)| {
-            state
-                .topics
-                .get(t)
-                .is_some_and(|topic| topic.partition(*p).is_some())
-        })
+        .filter(|(t, p)| partition_exists(&state, t, *p))
         .collect();
     let Some(group) = state
         .groups
@@ -58,33 +51,15 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::NonEmptyGroup.code());
     }
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let name = t.name.0.as_str();
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let error = if !partition_exists.contains(&(name.to_owned(), p.partition_index))
-                    {
-                        Some(ResponseError::UnknownTopicOrPartition)
-                    } else if !empty && group.is_subscribed_to(name) {
-                        Some(ResponseError::GroupSubscribedToTopic)
-                    } else {
-                        group.offsets.remove(&(name.to_owned(), p.partition_index));
-                        None
-                    };
-                    OffsetDeleteResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(error.map_or(0, |e| e.code()))
-                })
-                .collect();
-            OffsetDeleteResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
+    let topics = answer_each(&request.topics, |name, p| {
+        if !existing.contains(&(name.to_owned(), p.partition_index)) {
+            Some(ResponseError::UnknownTopicOrPartition)
+        } else if !empty && group.is_subscribed_to(name) {
+            Some(ResponseError::GroupSubscribedToTopic)
+        } else {
+            group.offsets.remove(&(name.to_owned(), p.partition_index));
+            None
+        }
+    });
     OffsetDeleteResponse::default().with_topics(topics)
 }

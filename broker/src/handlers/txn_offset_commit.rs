@@ -14,17 +14,12 @@
 //!
 //! Deviations from Apache Kafka: v5 (transaction version 2) is not implemented.
 
-use std::collections::BTreeMap;
-
-use kafka_protocol::messages::txn_offset_commit_response::{
-    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
-};
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
+use super::offset_answers::answer_commits;
 use super::Ctx;
-use crate::state::groups::{CommittedOffset, MAX_METADATA_BYTES};
 use crate::state::ClusterState;
 
 /// Versions implemented.
@@ -39,56 +34,8 @@ pub fn handle(
     let group_id = request.group_id.0.as_str();
     let txn_id = request.transactional_id.0.as_str();
     let mut state = ctx.shared.state();
-    let exists = |state: &ClusterState, topic: &str, p: i32| {
-        state
-            .topics
-            .get(topic)
-            .is_some_and(|t| t.partition(p).is_some())
-    };
     let group = check(ctx, &mut state, &request, version);
-    // By partition, the last entry of a partition named twice winning as in the pending map:
-    // a request naming one partition millions of times keeps one offset, not millions.
-    let mut accepted = BTreeMap::new();
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let name = t.name.0.as_str();
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let error = if !exists(&state, name, p.partition_index) {
-                        Some(ResponseError::UnknownTopicOrPartition)
-                    } else if let Err(e) = group {
-                        Some(e)
-                    } else if p
-                        .committed_metadata
-                        .as_ref()
-                        .is_some_and(|m| m.as_str().encode_utf16().count() > MAX_METADATA_BYTES)
-                    {
-                        Some(ResponseError::OffsetMetadataTooLarge)
-                    } else {
-                        accepted.insert(
-                            (name.to_owned(), p.partition_index),
-                            CommittedOffset {
-                                offset: p.committed_offset,
-                                leader_epoch: p.committed_leader_epoch,
-                                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-                            },
-                        );
-                        None
-                    };
-                    TxnOffsetCommitResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(error.map_or(0, |e| e.code()))
-                })
-                .collect();
-            TxnOffsetCommitResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
+    let (topics, accepted) = answer_commits(&state, &request.topics, group);
     if !accepted.is_empty() {
         tracing::debug!(
             transactional_id = txn_id,
