@@ -9,6 +9,8 @@
 //!
 //! Deviations from Apache Kafka: none known.
 
+use std::collections::BTreeSet;
+
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
@@ -28,15 +30,17 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());
     }
-    let existing: Vec<(String, i32)> = request
+    // A set of the request's own names: a request may name millions of partitions, and each
+    // is looked up once, neither copied nor searched for in a list.
+    let existing: BTreeSet<(&str, i32)> = request
         .topics
         .iter()
         .flat_map(|t| {
             t.partitions
                 .iter()
-                .map(move |p| (t.name.0.as_str().to_owned(), p.partition_index))
+                .map(move |p| (t.name.0.as_str(), p.partition_index))
         })
-        .filter(|(t, p)| partition_exists(&state, t, *p))
+        .filter(|&(t, p)| partition_exists(&state, t, p))
         .collect();
     let Some(group) = state
         .groups
@@ -52,7 +56,7 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> Off
             .with_error_code(ResponseError::NonEmptyGroup.code());
     }
     let topics = answer_each(&request.topics, |name, p| {
-        if !existing.contains(&(name.to_owned(), p.partition_index)) {
+        if !existing.contains(&(name, p.partition_index)) {
             Some(ResponseError::UnknownTopicOrPartition)
         } else if !empty && group.is_subscribed_to(name) {
             Some(ResponseError::GroupSubscribedToTopic)
