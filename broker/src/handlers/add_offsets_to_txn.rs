@@ -12,11 +12,9 @@
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 use kafka_protocol::protocol::VersionRange;
-use kafka_protocol::ResponseError;
 
-use super::add_partitions_to_txn::check_coordinator;
+use super::add_partitions_to_txn::{add_to_transaction, error_code};
 use super::Ctx;
-use crate::state::producers::ProducerIdAndEpoch;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
@@ -28,22 +26,9 @@ pub fn handle(
     version: i16,
 ) -> AddOffsetsToTxnResponse {
     let txn_id = request.transactional_id.0.as_str();
-    let producer = ProducerIdAndEpoch {
-        producer_id: request.producer_id.0,
-        producer_epoch: request.producer_epoch,
-    };
+    let producer = (request.producer_id.0, request.producer_epoch);
+    let group = Some(request.group_id.0.as_str());
     let mut state = ctx.shared.state();
-    let result = check_coordinator(ctx, &state, txn_id).and_then(|()| {
-        let now = tokio::time::Instant::now();
-        let group = request.group_id.0.as_str();
-        state.add_to_transaction(txn_id, producer, &[], Some(group), now)
-    });
-    let error = match result {
-        Ok(()) => 0,
-        Err(ResponseError::ProducerFenced) if version < 2 => {
-            ResponseError::InvalidProducerEpoch.code()
-        }
-        Err(e) => e.code(),
-    };
-    AddOffsetsToTxnResponse::default().with_error_code(error)
+    let result = add_to_transaction(ctx, &mut state, txn_id, producer, Vec::new, group);
+    AddOffsetsToTxnResponse::default().with_error_code(error_code(result, version))
 }

@@ -37,10 +37,6 @@ pub fn handle(
     version: i16,
 ) -> AddPartitionsToTxnResponse {
     let txn_id = request.v3_and_below_transactional_id.0.as_str();
-    let producer = ProducerIdAndEpoch {
-        producer_id: request.v3_and_below_producer_id.0,
-        producer_epoch: request.v3_and_below_producer_epoch,
-    };
     // Entries are looked at in place: a request may name millions (up to the frame size),
     // and only the distinct partitions of existing topics are kept, in the transaction.
     let entries = || {
@@ -60,25 +56,24 @@ pub fn handle(
     let result: Result<(), ResponseError> = if entries().any(|tp| missing(&state, tp)) {
         Err(ResponseError::OperationNotAttempted)
     } else {
-        check_coordinator(ctx, &state, txn_id).and_then(|()| {
-            let now = tokio::time::Instant::now();
-            let partitions: BTreeSet<(&str, i32)> = entries().collect();
-            let partitions: Vec<(String, i32)> = partitions
+        let producer = (
+            request.v3_and_below_producer_id.0,
+            request.v3_and_below_producer_epoch,
+        );
+        let partitions = || {
+            let distinct: BTreeSet<(&str, i32)> = entries().collect();
+            distinct
                 .into_iter()
                 .map(|(topic, p)| (topic.to_owned(), p))
-                .collect();
-            state.add_to_transaction(txn_id, producer, &partitions, None, now)
-        })
+                .collect()
+        };
+        add_to_transaction(ctx, &mut state, txn_id, producer, partitions, None)
     };
     let error_of = |tp: (&str, i32)| match result {
-        Ok(()) => 0,
         Err(ResponseError::OperationNotAttempted) if missing(&state, tp) => {
             ResponseError::UnknownTopicOrPartition.code()
         }
-        Err(ResponseError::ProducerFenced) if version < 2 => {
-            ResponseError::InvalidProducerEpoch.code()
-        }
-        Err(e) => e.code(),
+        result => error_code(result, version),
     };
     let topics = request
         .v3_and_below_topics
@@ -99,6 +94,43 @@ pub fn handle(
         })
         .collect();
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
+}
+
+/// Adds `partitions` (made once the checks pass) and `group` to the transaction of
+/// `transactional_id`, for `producer` (id and epoch), as AddPartitionsToTxn and
+/// AddOffsetsToTxn do: the coordinator's first checks ([`check_coordinator`]), then the
+/// producer's (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED), and the transaction becomes
+/// Ongoing.
+///
+/// # Errors
+/// As above.
+pub(super) fn add_to_transaction(
+    ctx: &Ctx<'_>,
+    state: &mut ClusterState,
+    transactional_id: &str,
+    (producer_id, producer_epoch): (i64, i16),
+    partitions: impl FnOnce() -> Vec<(String, i32)>,
+    group: Option<&str>,
+) -> Result<(), ResponseError> {
+    check_coordinator(ctx, state, transactional_id)?;
+    let producer = ProducerIdAndEpoch {
+        producer_id,
+        producer_epoch,
+    };
+    let now = tokio::time::Instant::now();
+    state.add_to_transaction(transactional_id, producer, &partitions(), group, now)
+}
+
+/// The error code answering `result` at `version`: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
+/// before v2, as Kafka answers the versions that came before PRODUCER_FENCED did.
+pub(super) fn error_code(result: Result<(), ResponseError>, version: i16) -> i16 {
+    match result {
+        Ok(()) => 0,
+        Err(ResponseError::ProducerFenced) if version < 2 => {
+            ResponseError::InvalidProducerEpoch.code()
+        }
+        Err(e) => e.code(),
+    }
 }
 
 /// The transaction coordinator's first checks, shared by the transaction APIs: an empty
