@@ -4,10 +4,9 @@
 //! never gave, epochs from the future).
 
 use anyhow::Result;
-use kafka_protocol::messages::InitProducerIdRequest;
 
 use super::batches::{v2, with_producer};
-use super::produce::{init_producer_id, produce};
+use super::produce::{init_producer_id, init_producer_id_with, produce_labelled};
 use super::{case, err, Case, Ctx, Lines};
 
 pub const CASES: &[Case] = &[
@@ -33,16 +32,7 @@ async fn init_producer_id_without_a_transactional_id(cx: Ctx) -> Result<Lines> {
         ("with no id and an epoch", -1, epoch),
         ("with an id never given", 987_654_321, 0),
     ] {
-        let answer = client
-            .send(
-                InitProducerIdRequest::default()
-                    .with_transactional_id(None)
-                    .with_transaction_timeout_ms(60_000)
-                    .with_producer_id(id.into())
-                    .with_producer_epoch(e),
-                4,
-            )
-            .await?;
+        let answer = init_producer_id_with(&client, id, e).await?;
         lines.push(format!(
             "{what}: {} same id {} epoch {}",
             err(answer.error_code),
@@ -89,16 +79,7 @@ async fn produce_idempotent_batches_of_several_records(cx: Ctx) -> Result<Lines>
             .map(|i| kmock_client::record(b"k", format!("{sequence}+{i}").as_bytes()))
             .collect();
         let batch = with_producer(v2(&records)?, pid, epoch, sequence);
-        lines.push(format!("{what}:"));
-        lines.extend(
-            produce(
-                &cx,
-                &client,
-                vec![(full.clone(), 0, Some(batch.into()))],
-                -1,
-            )
-            .await?,
-        );
+        lines.extend(produce_labelled(&cx, &client, &what, &full, batch, -1).await?);
     }
     Ok(lines)
 }
@@ -119,16 +100,7 @@ async fn produce_idempotent_unknown_producer_and_epochs(cx: Ctx) -> Result<Lines
         ("epoch -1 seq 2", pid, -1, 2),
     ] {
         let batch = with_producer(v2(&[kmock_client::record(b"k", b"v")])?, id, e, sequence);
-        lines.push(format!("{what}:"));
-        lines.extend(
-            produce(
-                &cx,
-                &client,
-                vec![(full.clone(), 0, Some(batch.into()))],
-                -1,
-            )
-            .await?,
-        );
+        lines.extend(produce_labelled(&cx, &client, what, &full, batch, -1).await?);
     }
     Ok(lines)
 }

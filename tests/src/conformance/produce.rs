@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest};
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProduceRequest};
 use kafka_protocol::ResponseError;
 use kmock_client::{record, Client};
 
@@ -85,6 +85,37 @@ pub(super) async fn produce(
     Ok(lines)
 }
 
+/// `what:` and the lines of a Produce ([`produce`]) of `records` to partition 0 of `full` with
+/// `acks`.
+pub(super) async fn produce_labelled(
+    cx: &Ctx,
+    client: &Client,
+    what: &str,
+    full: &str,
+    records: impl Into<Bytes>,
+    acks: i16,
+) -> Result<Lines> {
+    let mut lines = vec![format!("{what}:")];
+    let parts = vec![(full.to_owned(), 0, Some(records.into()))];
+    lines.extend(produce(cx, client, parts, acks).await?);
+    Ok(lines)
+}
+
+/// InitProducerId v4 without a transactional id, with `producer_id` and `producer_epoch`
+/// (-1 and -1 for a new producer).
+pub(super) async fn init_producer_id_with(
+    client: &Client,
+    producer_id: i64,
+    producer_epoch: i16,
+) -> Result<InitProducerIdResponse> {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(producer_id.into())
+        .with_producer_epoch(producer_epoch);
+    Ok(client.send(request, 4).await?)
+}
+
 /// One record batch of one record.
 fn one() -> Result<Option<Bytes>> {
     Ok(Some(Bytes::from(v2(&[record(b"k", b"v")])?)))
@@ -152,8 +183,9 @@ async fn produce_acks_outside_kafkas_three(cx: Ctx) -> Result<Lines> {
     let (client, full) = topic(&cx, &[]).await?;
     let mut lines = Vec::new();
     for acks in [2, -2] {
-        lines.push(format!("acks {acks}:"));
-        lines.extend(produce(&cx, &client, vec![(full.clone(), 0, one()?)], acks).await?);
+        let batch = v2(&[record(b"k", b"v")])?;
+        let what = format!("acks {acks}");
+        lines.extend(produce_labelled(&cx, &client, &what, &full, batch, acks).await?);
     }
     Ok(lines)
 }
@@ -170,8 +202,8 @@ async fn produce_legacy_magic(cx: Ctx) -> Result<Lines> {
     let mut lines = Vec::new();
     for magic in [0, 1] {
         let set = legacy(magic, b"k", b"v", now_ms());
-        lines.push(format!("magic {magic}:"));
-        lines.extend(produce(&cx, &client, vec![(full.clone(), 0, Some(set))], 1).await?);
+        let what = format!("magic {magic}");
+        lines.extend(produce_labelled(&cx, &client, &what, &full, set, 1).await?);
     }
     Ok(lines)
 }
@@ -182,8 +214,8 @@ async fn produce_unknown_magic(cx: Ctx) -> Result<Lines> {
     let mut lines = Vec::new();
     for magic in [3, 255] {
         let batch = with_magic(v2(&[record(b"k", b"v")])?, magic);
-        lines.push(format!("magic {magic}:"));
-        lines.extend(produce(&cx, &client, vec![(full.clone(), 0, Some(batch.into()))], 1).await?);
+        let what = format!("magic {magic}");
+        lines.extend(produce_labelled(&cx, &client, &what, &full, batch, 1).await?);
     }
     Ok(lines)
 }
@@ -193,8 +225,8 @@ async fn produce_unknown_compression(cx: Ctx) -> Result<Lines> {
     let mut lines = Vec::new();
     for codec in [5, 6, 7] {
         let batch = with_attributes(v2(&[record(b"k", b"v")])?, codec);
-        lines.push(format!("codec {codec}:"));
-        lines.extend(produce(&cx, &client, vec![(full.clone(), 0, Some(batch.into()))], 1).await?);
+        let what = format!("codec {codec}");
+        lines.extend(produce_labelled(&cx, &client, &what, &full, batch, 1).await?);
     }
     Ok(lines)
 }
@@ -241,16 +273,8 @@ async fn produce_control_batch(cx: Ctx) -> Result<Lines> {
     for attributes in [0x30, 0x20] {
         let marker = v2(&[record(b"\0\0\0\0", b"\0\0\0\0\0\0")])?;
         let control = with_attributes(marker, attributes);
-        lines.push(format!("attributes {attributes:#x}:"));
-        lines.extend(
-            produce(
-                &cx,
-                &client,
-                vec![(full.clone(), 0, Some(control.into()))],
-                -1,
-            )
-            .await?,
-        );
+        let what = format!("attributes {attributes:#x}");
+        lines.extend(produce_labelled(&cx, &client, &what, &full, control, -1).await?);
     }
     Ok(lines)
 }
@@ -282,8 +306,7 @@ async fn produce_timestamp_before_max(cx: Ctx) -> Result<Lines> {
         ("now", 0),
     ] {
         let batch = v2(&[record_at(b"k", b"v", now_ms() - age)])?;
-        lines.push(format!("{what}:"));
-        lines.extend(produce(&cx, &client, vec![(full.clone(), 0, Some(batch.into()))], 1).await?);
+        lines.extend(produce_labelled(&cx, &client, what, &full, batch, 1).await?);
     }
     Ok(lines)
 }
@@ -303,8 +326,7 @@ async fn produce_timestamp_after_max(cx: Ctx) -> Result<Lines> {
         ("a year old", -31_536_000_000),
     ] {
         let batch = v2(&[record_at(b"k", b"v", now_ms() + ahead)])?;
-        lines.push(format!("{what}:"));
-        lines.extend(produce(&cx, &client, vec![(full.clone(), 0, Some(batch.into()))], 1).await?);
+        lines.extend(produce_labelled(&cx, &client, what, &full, batch, 1).await?);
     }
     Ok(lines)
 }
@@ -348,16 +370,7 @@ async fn produce_log_append_time(cx: Ctx) -> Result<Lines> {
 /// block of producer ids from its controller yet), as clients do.
 pub(super) async fn init_producer_id(client: &Client) -> Result<(i64, i16)> {
     loop {
-        let answer = client
-            .send(
-                InitProducerIdRequest::default()
-                    .with_transactional_id(None)
-                    .with_transaction_timeout_ms(60_000)
-                    .with_producer_id((-1).into())
-                    .with_producer_epoch(-1),
-                4,
-            )
-            .await?;
+        let answer = init_producer_id_with(client, -1, -1).await?;
         if answer.error_code == ResponseError::CoordinatorLoadInProgress.code() {
             // The broker's retry hint; the case's hang guard bounds the loop.
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -387,16 +400,7 @@ async fn produce_idempotent_sequences(cx: Ctx) -> Result<Lines> {
         ("seq 0 at epoch", epoch, 0),
     ] {
         let batch = with_producer(v2(&[record(b"k", b"v")])?, pid, e, sequence);
-        lines.push(format!("{what}:"));
-        lines.extend(
-            produce(
-                &cx,
-                &client,
-                vec![(full.clone(), 0, Some(batch.into()))],
-                -1,
-            )
-            .await?,
-        );
+        lines.extend(produce_labelled(&cx, &client, what, &full, batch, -1).await?);
     }
     Ok(lines)
 }
