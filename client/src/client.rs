@@ -1,158 +1,25 @@
-//! The connection: framing, correlation ids and request pipelining.
+//! The connection: correlation ids and request pipelining.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{RequestHeader, ResponseHeader};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use bytes::Bytes;
+use kafka_protocol::protocol::{Decodable, HeaderVersion, Request, StrBytes};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::sync::{oneshot, watch, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 
+use crate::frame::{encode_body, encode_frame, read_loop};
+use crate::pending::Shared;
 use crate::Error;
 
 /// Client id sent by [`Client::connect`].
 pub const DEFAULT_CLIENT_ID: &str = "kmock-client";
-
-/// Largest response frame (size prefix value, in bytes) the reader accepts:
-/// 256 MiB. A larger or negative size is an [`Error::Protocol`].
-pub const MAX_RESPONSE_FRAME: usize = 256 * 1024 * 1024;
-
-/// A request waiting for its response.
-struct Pending {
-    /// Response header version to decode the answer with.
-    response_header_version: i16,
-    /// Where the response body (after the header) goes.
-    tx: oneshot::Sender<Result<Bytes, Error>>,
-}
-
-/// Why the connection no longer accepts requests.
-#[derive(Clone)]
-enum Failure {
-    /// The read side saw EOF or an I/O error.
-    Closed,
-    /// The peer broke the protocol; the message says how.
-    Protocol(String),
-}
-
-impl Failure {
-    fn to_error(&self) -> Error {
-        match self {
-            Failure::Closed => Error::ConnectionClosed,
-            Failure::Protocol(msg) => Error::Protocol(msg.clone()),
-        }
-    }
-}
-
-#[derive(Default)]
-struct State {
-    pending: HashMap<i32, Pending>,
-    failure: Option<Failure>,
-}
-
-/// State shared between the [`Client`] and its reader task.
-struct Shared {
-    state: StdMutex<State>,
-    /// `true` once the read side saw EOF / an I/O error.
-    closed: watch::Sender<bool>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding this lock cannot leave the map half-updated
-        // in a way that matters, so poisoning is ignored.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Registers a waiter for `correlation_id`, unless the connection failed.
-    fn register(
-        &self,
-        correlation_id: i32,
-        response_header_version: i16,
-    ) -> Result<oneshot::Receiver<Result<Bytes, Error>>, Error> {
-        let mut state = self.lock();
-        if let Some(failure) = &state.failure {
-            return Err(failure.to_error());
-        }
-        let (tx, rx) = oneshot::channel();
-        state.pending.insert(
-            correlation_id,
-            Pending {
-                response_header_version,
-                tx,
-            },
-        );
-        Ok(rx)
-    }
-
-    fn unregister(&self, correlation_id: i32) {
-        self.lock().pending.remove(&correlation_id);
-    }
-
-    fn check_open(&self) -> Result<(), Error> {
-        match &self.lock().failure {
-            Some(failure) => Err(failure.to_error()),
-            None => Ok(()),
-        }
-    }
-
-    /// Records `failure` and fails every pending waiter with it.
-    fn fail_all(&self, failure: Failure) {
-        let drained: Vec<Pending> = {
-            let mut state = self.lock();
-            state.failure = Some(failure.clone());
-            state.pending.drain().map(|(_, p)| p).collect()
-        };
-        for pending in drained {
-            let _ = pending.tx.send(Err(failure.to_error()));
-        }
-    }
-
-    /// Routes one response frame (header + body) to its waiter.
-    /// Returns `Err(message)` when the frame breaks the protocol.
-    fn dispatch(&self, mut frame: Bytes) -> Result<(), String> {
-        if frame.len() < 4 {
-            return Err(format!(
-                "response frame of {} bytes is too short to hold a correlation id",
-                frame.len()
-            ));
-        }
-        let correlation_id = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
-        let pending = {
-            let mut state = self.lock();
-            if state.failure.is_some() {
-                // Already failed: everything is discarded until EOF.
-                tracing::debug!(correlation_id, "discarding response after failure");
-                return Ok(());
-            }
-            state.pending.remove(&correlation_id)
-        };
-        let Some(pending) = pending else {
-            tracing::warn!(correlation_id, "response with unknown correlation id");
-            return Err(format!(
-                "response with unknown correlation id {correlation_id}"
-            ));
-        };
-        let result = match ResponseHeader::decode(&mut frame, pending.response_header_version) {
-            Ok(_header) => Ok(frame),
-            Err(e) => Err(Error::Decode(format!(
-                "response header v{} for correlation id {correlation_id}: {e}",
-                pending.response_header_version
-            ))),
-        };
-        tracing::trace!(correlation_id, "response dispatched");
-        // The waiter may have been dropped (cancelled send); that is fine.
-        let _ = pending.tx.send(result);
-        Ok(())
-    }
-}
 
 /// One TCP connection to a Kafka broker (or anything speaking the wire
 /// protocol), able to pipeline requests.
@@ -232,10 +99,7 @@ impl Client {
         let peer_addr = stream.peer_addr()?;
         let (read_half, write_half) = stream.into_split();
         let (closed_tx, closed_rx) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            state: StdMutex::new(State::default()),
-            closed: closed_tx,
-        });
+        let shared = Arc::new(Shared::new(closed_tx));
         let reader = tokio::spawn(read_loop(read_half, Arc::clone(&shared)));
         tracing::debug!(%local_addr, %peer_addr, client_id, "connected");
         Ok(Client {
@@ -432,119 +296,6 @@ impl Client {
     }
 }
 
-/// Encodes a request body at `version`, checking `R::VERSIONS` first.
-fn encode_body<R: Request>(request: &R, version: i16) -> Result<BytesMut, Error> {
-    let name = std::any::type_name::<R>();
-    if version < R::VERSIONS.min || version > R::VERSIONS.max {
-        return Err(Error::Encode(format!(
-            "{name} v{version} is outside the supported versions {}",
-            R::VERSIONS
-        )));
-    }
-    let mut body = BytesMut::new();
-    request
-        .encode(&mut body, version)
-        .map_err(|e| Error::Encode(format!("{name} v{version}: {e}")))?;
-    Ok(body)
-}
-
-/// Builds `size ++ request header ++ body`.
-fn encode_frame(
-    api_key: i16,
-    api_version: i16,
-    correlation_id: i32,
-    client_id: &StrBytes,
-    header_version: i16,
-    body: &[u8],
-) -> Result<BytesMut, Error> {
-    let mut frame = BytesMut::with_capacity(4 + 32 + body.len());
-    frame.put_i32(0); // size, filled below
-    match header_version {
-        0 => {
-            frame.put_i16(api_key);
-            frame.put_i16(api_version);
-            frame.put_i32(correlation_id);
-        }
-        1 | 2 => {
-            let header = RequestHeader::default()
-                .with_request_api_key(api_key)
-                .with_request_api_version(api_version)
-                .with_correlation_id(correlation_id)
-                .with_client_id(Some(client_id.clone()));
-            header
-                .encode(&mut frame, header_version)
-                .map_err(|e| Error::Encode(format!("request header v{header_version}: {e}")))?;
-        }
-        other => {
-            return Err(Error::Encode(format!(
-                "request header version {other} does not exist (0..=2)"
-            )))
-        }
-    }
-    frame.put_slice(body);
-    let size = i32::try_from(frame.len() - 4)
-        .map_err(|_| Error::Encode(format!("request of {} bytes is too large", frame.len())))?;
-    frame[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(frame)
-}
-
-/// Why reading a frame stopped.
-enum ReadStop {
-    /// EOF or I/O error: the connection is gone.
-    Closed(Option<std::io::Error>),
-    /// The size prefix is unusable; framing is lost.
-    BadSize(i32),
-}
-
-async fn read_frame(reader: &mut OwnedReadHalf) -> Result<Bytes, ReadStop> {
-    let mut size = [0u8; 4];
-    if let Err(e) = reader.read_exact(&mut size).await {
-        return Err(ReadStop::Closed(
-            (e.kind() != std::io::ErrorKind::UnexpectedEof).then_some(e),
-        ));
-    }
-    let size = i32::from_be_bytes(size);
-    let len = usize::try_from(size).map_err(|_| ReadStop::BadSize(size))?;
-    if len > MAX_RESPONSE_FRAME {
-        return Err(ReadStop::BadSize(size));
-    }
-    let mut frame = vec![0u8; len];
-    if let Err(e) = reader.read_exact(&mut frame).await {
-        return Err(ReadStop::Closed(
-            (e.kind() != std::io::ErrorKind::UnexpectedEof).then_some(e),
-        ));
-    }
-    Ok(Bytes::from(frame))
-}
-
-/// Reads frames until EOF, dispatching them to waiters. After a protocol
-/// failure it keeps reading (and discarding) so that EOF is still noticed.
-async fn read_loop(mut reader: OwnedReadHalf, shared: Arc<Shared>) {
-    loop {
-        match read_frame(&mut reader).await {
-            Ok(frame) => {
-                if let Err(msg) = shared.dispatch(frame) {
-                    shared.fail_all(Failure::Protocol(msg));
-                }
-            }
-            Err(ReadStop::Closed(err)) => {
-                tracing::debug!(error = ?err, "connection closed by peer");
-                break;
-            }
-            Err(ReadStop::BadSize(size)) => {
-                let msg = format!("invalid response frame size {size}");
-                tracing::warn!("{msg}");
-                shared.fail_all(Failure::Protocol(msg));
-                let mut sink = [0u8; 8192];
-                while matches!(reader.read(&mut sink).await, Ok(n) if n > 0) {}
-                break;
-            }
-        }
-    }
-    shared.fail_all(Failure::Closed);
-    shared.closed.send_replace(true);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,34 +304,5 @@ mod tests {
     fn client_is_send_and_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Client>();
-    }
-
-    #[test]
-    fn frame_v0_header_has_no_client_id() {
-        let frame = encode_frame(7, 0, 42, &StrBytes::from_static_str("x"), 0, b"ab").unwrap();
-        assert_eq!(
-            &frame[..],
-            &[0, 0, 0, 10, 0, 7, 0, 0, 0, 0, 0, 42, b'a', b'b'][..]
-        );
-    }
-
-    #[test]
-    fn frame_v2_header_round_trips() {
-        let frame = encode_frame(18, 3, 5, &StrBytes::from_static_str("id"), 2, b"").unwrap();
-        let size = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
-        assert_eq!(size as usize, frame.len() - 4);
-        let mut rest = Bytes::copy_from_slice(&frame[4..]);
-        let header = RequestHeader::decode(&mut rest, 2).unwrap();
-        assert_eq!(header.request_api_key, 18);
-        assert_eq!(header.request_api_version, 3);
-        assert_eq!(header.correlation_id, 5);
-        assert_eq!(header.client_id.as_deref(), Some("id"));
-        assert!(rest.is_empty());
-    }
-
-    #[test]
-    fn bad_header_version_is_encode_error() {
-        let err = encode_frame(0, 0, 1, &StrBytes::new(), 3, b"").unwrap_err();
-        assert!(matches!(err, Error::Encode(_)));
     }
 }

@@ -32,10 +32,13 @@
 
 mod client;
 mod error;
+mod frame;
 mod helpers;
+mod pending;
 
-pub use client::{Client, DEFAULT_CLIENT_ID, MAX_RESPONSE_FRAME};
+pub use client::{Client, DEFAULT_CLIENT_ID};
 pub use error::Error;
+pub use frame::MAX_RESPONSE_FRAME;
 pub use helpers::{
     decode_records, encode_batch, record, API_VERSIONS_VERSION, FETCH_MAX_BYTES,
     FETCH_PARTITION_MAX_BYTES, FETCH_VERSION, METADATA_VERSION, PRODUCE_TIMEOUT_MS,
