@@ -1,7 +1,7 @@
 //! What kmock's fuzz targets share: the structured record batch input, the in-process cluster
 //! that `broker_path` runs frames against, and the framing of a connection's bytes.
 //!
-//! The targets are in `fuzz_targets/`; `src/bin/seed_corpus.rs` writes their seed corpora.
+//! The targets are in `fuzz_targets/`; `src/bin/seed_corpus/` writes their seed corpora.
 //! README.md's "Fuzzing" section says how to run them.
 
 pub mod batch;
