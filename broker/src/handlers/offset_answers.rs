@@ -178,6 +178,9 @@ fn too_large(metadata: &str) -> bool {
     metadata.encode_utf16().count() > MAX_METADATA_BYTES
 }
 
+/// The offsets a commit accepted, by (topic, partition).
+pub(super) type Accepted = BTreeMap<(String, i32), CommittedOffset>;
+
 /// The answer to every partition of an OffsetCommit or TxnOffsetCommit ([`check_commit`] of
 /// each, `checked` the group's answer for all), and the offsets accepted by (topic, partition):
 /// the last entry of a partition named twice wins, as in the group's map, so a request naming
@@ -186,7 +189,7 @@ pub(super) fn answer_commits<T>(
     state: &ClusterState,
     topics: &[T],
     checked: Result<(), ResponseError>,
-) -> (Vec<T::Answer>, BTreeMap<(String, i32), CommittedOffset>)
+) -> (Vec<T::Answer>, Accepted)
 where
     T: OffsetTopic,
     T::Partition: CommitPartition,
