@@ -70,6 +70,10 @@ struct Hunt {
     /// records): a correct workload fails on them, so read those findings with care.
     #[arg(long)]
     fatal_errors: bool,
+    /// Runs at once, each on a cluster of its own. The schedules come from the seed and are
+    /// judged in the order of their numbers, so the findings do not depend on it.
+    #[arg(long, value_name = "J", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: u64,
     /// The workload and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<std::ffi::OsString>,
@@ -433,6 +437,7 @@ fn hunt_options(args: &Hunt) -> anyhow::Result<kmock::hunt::Options> {
     options.shrink_tries = args.shrink_tries;
     options.max_findings = args.max_findings;
     options.fatal_errors = args.fatal_errors;
+    options.jobs = usize::try_from(args.jobs)?;
     Ok(options)
 }
 
