@@ -154,7 +154,10 @@ fn two_jobs_find_what_one_job_finds() {
             "-c",
             &script,
         ]);
-        assert_eq!(status, 1, "--jobs {jobs}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert_eq!(
+            status, 1,
+            "--jobs {jobs}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
         let lines = verdicts(&stdout, &stderr, out.to_str().unwrap());
         let scenario = std::fs::read_to_string(out.join("finding-1.yaml")).unwrap();
         println!("--jobs {jobs}:\n{}\n{scenario}", lines.join("\n"));
@@ -162,11 +165,16 @@ fn two_jobs_find_what_one_job_finds() {
     }
     let (one, two) = (&seen[0], &seen[1]);
     assert!(
-        one.0.iter().any(|l| l.contains("workload-failed: shrinking")),
+        one.0
+            .iter()
+            .any(|l| l.contains("workload-failed: shrinking")),
         "{:?}",
         one.0
     );
     assert_eq!(one.0, two.0, "the verdicts differ between --jobs 1 and 2");
-    assert_eq!(one.1, two.1, "finding-1.yaml differs between --jobs 1 and 2");
+    assert_eq!(
+        one.1, two.1,
+        "finding-1.yaml differs between --jobs 1 and 2"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

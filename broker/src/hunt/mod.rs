@@ -30,9 +30,9 @@ pub use space::Fault;
 pub use traffic::Traffic;
 
 use crate::check::Checks;
-use hunter::{Hunter, Rerun, Running};
 use crate::error::Error;
 use crate::scenario::Scenario;
+use hunter::{Hunter, Rerun, Running};
 
 /// How to hunt.
 #[derive(Debug, Clone)]
@@ -255,7 +255,13 @@ async fn found(
             tried: 0,
         }
     } else {
-        shrink::shrink(faults.clone(), space::simpler, &mut judge, options.shrink_tries).await
+        shrink::shrink(
+            faults.clone(),
+            space::simpler,
+            &mut judge,
+            options.shrink_tries,
+        )
+        .await
     };
     // The reproduction rate of the shrunk schedule, and a reproducing run to show.
     let k = options.reruns;
