@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{Server, KCAT};
+use common::{Server, CURL, KCAT};
 
 /// A fresh directory for `test`'s files.
 fn scratch(test: &str) -> PathBuf {
@@ -105,5 +105,76 @@ fn a_failing_workload_is_a_finding_written_as_a_scenario_kmock_serve_accepts() {
     let (mut server, json) = Server::start_json(&["--config", yaml.to_str().unwrap()]);
     assert_eq!(json["brokers"].as_array().map(Vec::len), Some(1), "{json}");
     server.stop();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The lines of a hunt's stdout and stderr that must not depend on `--jobs`: each run's
+/// verdict and each finding (times and the output directory cut off), and the closing count.
+fn verdicts(stdout: &str, stderr: &str, out: &str) -> Vec<String> {
+    let runs = stderr
+        .lines()
+        .filter(|l| l.starts_with("hunt: run ") || l.starts_with("hunt: finding "))
+        .map(|l| l.split(" findings, ").next().unwrap_or(l).to_owned());
+    let table = stdout
+        .lines()
+        .map(|l| l.replace(out, "OUT"))
+        .map(|l| l.split(" runs in all").next().unwrap_or(&l).to_owned());
+    runs.chain(table).collect()
+}
+
+/// Schedules drawn up front from the seed and judged in the order of their numbers: two
+/// clusters at once give the same verdicts, findings and finding scenario as one. The workload's
+/// verdict depends on its schedule alone: it fails when two or more rules are in force (as
+/// the control API lists them), whatever they did to its metadata request.
+#[test]
+fn two_jobs_find_what_one_job_finds() {
+    let dir = scratch("hunt-jobs");
+    let script = format!(
+        "{KCAT} -b \"$KAFKA_BOOTSTRAP_SERVERS\" -L -m 5 >/dev/null 2>&1; \
+         n=$({CURL} -s \"$KMOCK_CONTROL/rules\" | grep -o '\"name\"' | wc -l); [ \"$n\" -lt 2 ]"
+    );
+    let mut seen = Vec::new();
+    for jobs in ["1", "2"] {
+        let out = dir.join(format!("out-{jobs}"));
+        let (status, stdout, stderr) = hunt(&[
+            "--runs",
+            "6",
+            "--seed",
+            "3",
+            "--reruns",
+            "1",
+            "--shrink-tries",
+            "6",
+            "--jobs",
+            jobs,
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        assert_eq!(
+            status, 1,
+            "--jobs {jobs}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        let lines = verdicts(&stdout, &stderr, out.to_str().unwrap());
+        let scenario = std::fs::read_to_string(out.join("finding-1.yaml")).unwrap();
+        println!("--jobs {jobs}:\n{}\n{scenario}", lines.join("\n"));
+        seen.push((lines, scenario));
+    }
+    let (one, two) = (&seen[0], &seen[1]);
+    assert!(
+        one.0
+            .iter()
+            .any(|l| l.contains("workload-failed: shrinking")),
+        "{:?}",
+        one.0
+    );
+    assert_eq!(one.0, two.0, "the verdicts differ between --jobs 1 and 2");
+    assert_eq!(
+        one.1, two.1,
+        "finding-1.yaml differs between --jobs 1 and 2"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

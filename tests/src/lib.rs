@@ -8,6 +8,7 @@ pub mod build_cache;
 pub mod client_program;
 pub mod conformance;
 pub mod go_client;
+pub mod hunting;
 pub mod java_client;
 pub mod node_client;
 pub mod numbered;

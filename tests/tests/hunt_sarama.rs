@@ -24,6 +24,7 @@ use anyhow::{ensure, Context, Result};
 use kmock::hunt::{self, Options, Workload};
 use kmock::{Checks, Scenario};
 use kmock_tests::go_client;
+use kmock_tests::hunting::{env_or, out_dir};
 
 const TOPIC: &str = "events";
 /// The sequence checks of `fixtures/scenarios/idempotent-disconnects.yaml`.
@@ -36,16 +37,6 @@ const CHECKS: [&str; 5] = [
 ];
 /// A hang guard only: the producer gives up by itself after 30 s.
 const DEADLINE: Duration = Duration::from_secs(90);
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name}={v:?} is not a number"))
-        })
-        .unwrap_or(default)
-}
 
 /// The base scenario: the shape, no rules.
 fn base() -> Scenario {
@@ -66,15 +57,6 @@ fn workload(binary: &Path) -> Workload {
         program: "sh".into(),
         args: vec!["-c".into(), script.into(), binary.into()],
     }
-}
-
-/// A fresh output directory for `test`.
-fn out_dir(test: &str) -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("kmock-{test}-{}", std::process::id()));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)?;
-    }
-    Ok(dir)
 }
 
 /// The hunt of the test: budget and seed from the environment.

@@ -14,12 +14,13 @@
 //! workload's output, a journal excerpt) and `finding-N.journal.jsonl`.
 
 mod finding;
+mod hunter;
 pub mod run;
 pub mod shrink;
 pub mod space;
 mod traffic;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -28,9 +29,10 @@ pub use run::{Outcome, Workload, WORKLOAD_FAILED, WORKLOAD_HUNG};
 pub use space::Fault;
 pub use traffic::Traffic;
 
-use crate::check::{Checks, Severity};
+use crate::check::Checks;
 use crate::error::Error;
 use crate::scenario::Scenario;
+use hunter::{Hunter, Rerun, Running};
 
 /// How to hunt.
 #[derive(Debug, Clone)]
@@ -61,11 +63,16 @@ pub struct Options {
     pub shrink_tries: usize,
     /// Stop the search after this many findings.
     pub max_findings: Option<usize>,
+    /// Runs at once, each on a cluster of its own (at least 1). The schedules are drawn from
+    /// the seed and the run's number, and judged in the order of their numbers, so the
+    /// schedules tried and the findings they give do not depend on it.
+    pub jobs: usize,
 }
 
 impl Options {
     /// Options with the defaults of `kmock hunt`: every check, seed 0, `kmock-hunt` as the
-    /// output directory, a 2-minute deadline, k = 2, no fatal errors, 30 shrinking candidates.
+    /// output directory, a 2-minute deadline, k = 2, no fatal errors, 30 shrinking candidates,
+    /// one run at a time.
     pub fn new(base: Scenario) -> Self {
         Self {
             base,
@@ -80,6 +87,7 @@ impl Options {
             fatal_errors: false,
             shrink_tries: 30,
             max_findings: None,
+            jobs: 1,
         }
     }
 
@@ -132,13 +140,8 @@ pub async fn hunt(
     let started = Instant::now();
     std::fs::create_dir_all(&options.out)
         .map_err(|e| Error::Config(format!("{}: {e}", options.out.display())))?;
-    let mut hunter = Hunter {
-        options,
-        workload,
-        total_runs: 0,
-        warnings: 0,
-    };
-    let baseline = hunter.run(0, &[]).await?;
+    let hunter = Hunter::new(options, workload);
+    let baseline = hunter.start(0, Vec::new()).await?;
     let traffic = Traffic::learn(baseline.journal.entries());
     if traffic.apis.is_empty() {
         return Err(Error::Config(format!(
@@ -158,30 +161,39 @@ pub async fn hunt(
         took: Duration::ZERO,
     };
     if let Some(kind) = baseline.primary_kind() {
-        let finding = hunter
-            .found(0, &kind, Vec::new(), baseline, &summary)
-            .await?;
+        let finding = found(&hunter, 0, &kind, Vec::new(), baseline, &summary).await?;
         summary.findings.push(finding);
     }
     let budget = options.runs.or(options.time.is_none().then_some(20));
     let brokers = i32::try_from(options.base.brokers.unwrap_or(1)).unwrap_or(1);
-    for run in 1.. {
-        let spent = budget.is_some_and(|n| run > n)
-            || options.time.is_some_and(|t| started.elapsed() >= t)
-            || options
-                .max_findings
-                .is_some_and(|n| summary.findings.len() >= n);
-        if spent {
-            break;
+    // Runs started ahead of the one judged next, in the order of their numbers.
+    let mut ahead: VecDeque<(usize, Vec<Fault>, Running)> = VecDeque::new();
+    let mut next = 1;
+    loop {
+        let enough = options
+            .max_findings
+            .is_some_and(|n| summary.findings.len() >= n);
+        while !enough
+            && ahead.len() < options.jobs.max(1)
+            && budget.is_none_or(|n| next <= n)
+            && options.time.is_none_or(|t| started.elapsed() < t)
+        {
+            let faults = space::draw(
+                options.seed,
+                next as u64,
+                &summary.traffic,
+                brokers,
+                options.fatal_errors,
+            );
+            let running = hunter.start(next as u64, faults.clone());
+            ahead.push_back((next, faults, running));
+            next += 1;
         }
-        let faults = space::draw(
-            options.seed,
-            run as u64,
-            &summary.traffic,
-            brokers,
-            options.fatal_errors,
-        );
-        let outcome = hunter.run(run as u64, &faults).await?;
+        // Enough findings: the runs started ahead are aborted (dropped).
+        let Some((run, faults, running)) = ahead.pop_front().filter(|_| !enough) else {
+            break;
+        };
+        let outcome = running.await?;
         summary.runs = run;
         let kind = outcome.primary_kind();
         let verdict = match &kind {
@@ -200,9 +212,7 @@ pub async fn hunt(
             started.elapsed()
         ));
         if let Some(kind) = kind.filter(|k| !summary.findings.iter().any(|f| &f.kind == k)) {
-            let finding = hunter
-                .found(run as u64, &kind, faults, outcome, &summary)
-                .await?;
+            let finding = found(&hunter, run as u64, &kind, faults, outcome, &summary).await?;
             progress(&format!(
                 "hunt: finding {}: {} ({} → {} faults, reproduced {} of {})",
                 finding.number,
@@ -215,10 +225,68 @@ pub async fn hunt(
             summary.findings.push(finding);
         }
     }
-    summary.total_runs = hunter.total_runs;
-    summary.warnings = hunter.warnings;
+    drop(ahead);
+    summary.total_runs = hunter.total_runs();
+    summary.warnings = hunter.warnings();
     summary.took = started.elapsed();
     Ok(summary)
+}
+
+/// Shrinks the schedule of a new finding (of run `run`, showing `kind`), measures its rate
+/// and writes it.
+async fn found(
+    hunter: &Hunter,
+    run: u64,
+    kind: &str,
+    faults: Vec<Fault>,
+    outcome: Outcome,
+    summary: &Summary,
+) -> Result<Finding, Error> {
+    let options = hunter.options();
+    let mut judge = Rerun {
+        hunter,
+        run,
+        kind,
+        last: None,
+    };
+    let shrunk = if faults.is_empty() {
+        shrink::Shrunk {
+            faults: Vec::new(),
+            tried: 0,
+        }
+    } else {
+        shrink::shrink(
+            faults.clone(),
+            space::simpler,
+            &mut judge,
+            options.shrink_tries,
+        )
+        .await
+    };
+    // The reproduction rate of the shrunk schedule, and a reproducing run to show.
+    let k = options.reruns;
+    let mut hits = 0;
+    let mut shown = None;
+    for running in hunter.again(run, &shrunk.faults, k) {
+        let again = running.await?;
+        if again.kinds().contains(kind) {
+            hits += 1;
+            shown = Some(again);
+        }
+    }
+    let shown = shown.or(judge.last).unwrap_or(outcome);
+    let finding = Finding {
+        number: summary.findings.len() + 1,
+        kind: kind.to_owned(),
+        run,
+        before: faults,
+        after: shrunk.faults,
+        tried: shrunk.tried,
+        reproduced: (hits, k),
+        scenario: Scenario::default(),
+        files: Vec::new(),
+    };
+    finding.write(options, hunter.workload(), &shown)
 }
 
 /// The closing table of a hunt: one line a finding (its kind, faults before → after
@@ -265,103 +333,4 @@ pub fn table(summary: &Summary) -> String {
         }
     );
     t
-}
-
-/// Runs a hunt's workload and keeps count.
-struct Hunter<'a> {
-    options: &'a Options,
-    workload: &'a Workload,
-    total_runs: usize,
-    warnings: usize,
-}
-
-impl Hunter<'_> {
-    async fn run(&mut self, run: u64, faults: &[Fault]) -> Result<Outcome, Error> {
-        let scenario = self.options.scenario(run, faults, Vec::new());
-        let outcome = run::run(
-            &scenario,
-            self.workload,
-            &self.options.checks,
-            self.options.deadline,
-        )
-        .await?;
-        self.total_runs += 1;
-        self.warnings += outcome.report.count(Severity::Warning);
-        Ok(outcome)
-    }
-
-    /// Shrinks the schedule of a new finding, measures its rate and writes it.
-    async fn found(
-        &mut self,
-        run: u64,
-        kind: &str,
-        faults: Vec<Fault>,
-        outcome: Outcome,
-        summary: &Summary,
-    ) -> Result<Finding, Error> {
-        let tries = self.options.shrink_tries;
-        let mut judge = Rerun {
-            hunter: self,
-            run,
-            kind,
-            last: None,
-        };
-        let shrunk = if faults.is_empty() {
-            shrink::Shrunk {
-                faults: Vec::new(),
-                tried: 0,
-            }
-        } else {
-            shrink::shrink(faults.clone(), space::simpler, &mut judge, tries).await
-        };
-        // The reproduction rate of the shrunk schedule, and a reproducing run to show.
-        let k = judge.hunter.options.reruns;
-        let mut hits = 0;
-        let mut shown = None;
-        for _ in 0..k {
-            let again = judge.hunter.run(run, &shrunk.faults).await?;
-            if again.kinds().contains(kind) {
-                hits += 1;
-                shown = Some(again);
-            }
-        }
-        let shown = shown.or(judge.last).unwrap_or(outcome);
-        let finding = Finding {
-            number: summary.findings.len() + 1,
-            kind: kind.to_owned(),
-            run,
-            before: faults,
-            after: shrunk.faults,
-            tried: shrunk.tried,
-            reproduced: (hits, k),
-            scenario: Scenario::default(),
-            files: Vec::new(),
-        };
-        finding.write(self.options, self.workload, &shown)
-    }
-}
-
-/// The hunt's judge for shrinking: a candidate reproduces when `kind` shows in k of k runs.
-struct Rerun<'h, 'a> {
-    hunter: &'h mut Hunter<'a>,
-    run: u64,
-    kind: &'h str,
-    /// The last run that reproduced.
-    last: Option<Outcome>,
-}
-
-impl shrink::Judge<Fault> for Rerun<'_, '_> {
-    async fn reproduces(&mut self, faults: &[Fault]) -> bool {
-        for _ in 0..self.hunter.options.reruns {
-            match self.hunter.run(self.run, faults).await {
-                Ok(outcome) if outcome.kinds().contains(self.kind) => self.last = Some(outcome),
-                Ok(_) => return false,
-                Err(e) => {
-                    tracing::warn!("hunt: a shrinking run failed to start: {e}");
-                    return false;
-                }
-            }
-        }
-        true
-    }
 }

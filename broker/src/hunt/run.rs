@@ -124,7 +124,8 @@ pub async fn run(
             workload.program.to_string_lossy()
         ))
     })?;
-    let pid = child.id();
+    // Killed when the run ends, or when an aborted run is dropped.
+    let group = Group(child.id());
     let tail = Tail::default();
     let readers = [
         child
@@ -142,7 +143,7 @@ pub async fn run(
         Err(_) => (None, true),
     };
     let took = started.elapsed();
-    kill_group(pid);
+    drop(group);
     let _ = child.kill().await;
     for reader in readers.into_iter().flatten() {
         // Output left after a kill ends with the pipes' close; a descendant keeping a pipe
@@ -203,8 +204,16 @@ async fn lines(mut pipe: impl AsyncRead + Unpin, tail: Tail) {
     }
 }
 
-/// Kills the workload's process group (it leads one: `process_group(0)`), so that what a shell
-/// workload started goes with it. Through kill(1), as std has no call for a group.
+/// The workload's process group (it leads one: `process_group(0)`), killed when dropped so that
+/// what a shell workload started goes with it. Through kill(1), as std has no call for a group.
+struct Group(Option<u32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid {
         let _ = std::process::Command::new("kill")
