@@ -38,6 +38,9 @@
 //! v11 one; the verification comes after the batch's validation and before the
 //! `min.insync.replicas` check, where Kafka verifies before both.
 
+mod append;
+mod inspect;
+
 use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
@@ -47,10 +50,10 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{advertised, Answer, Ctx};
-use crate::cluster::KafkaVersion;
 use crate::state::batch;
-use crate::state::topics::{is_internal, Partition, Topic};
-use crate::state::txn::TxnMetadata;
+use crate::state::topics::is_internal;
+use append::{append, ProduceContext};
+use inspect::inspect_all;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
@@ -234,87 +237,6 @@ fn answer(
     )))
 }
 
-/// Every partition's batch checked (CRC, record walk, decompression) before the cluster state
-/// lock is taken, so that a large batch does not hold up other connections' requests; on a
-/// blocking thread when one of them may take long ([`batch::walk_is_costly`]), so that the
-/// runtime threads keep serving other connections meanwhile. `None` for null records. With
-/// each partition's record digests, in request order, up to `budget` digests in all (a batch
-/// that does not fit in what is left keeps none).
-async fn inspect_all(request: &ProduceRequest, zstd_allowed: bool, budget: usize) -> Inspection {
-    let in_request = || {
-        request
-            .topic_data
-            .iter()
-            .map(|t| t.partition_data.iter().map(|p| p.records.as_ref()))
-    };
-    let costly = in_request()
-        .flatten()
-        .flatten()
-        .any(|r| batch::walk_is_costly(r));
-    if !costly {
-        return inspect_each(in_request(), zstd_allowed, budget);
-    }
-    // The blocking thread needs its own handles on the records (cheap: `Bytes`).
-    let owned: Vec<Vec<Option<bytes::Bytes>>> = in_request()
-        .map(|t| t.map(|r| r.cloned()).collect())
-        .collect();
-    // At most one costly walk per core at a time: each may hold a decompression window of up
-    // to 128 MiB (zstd), so their number, not the number of connections, bounds that memory.
-    let _turn = costly_walks().acquire().await;
-    let walk = move || {
-        let batches = owned.iter().map(|t| t.iter().map(Option::as_ref));
-        inspect_each(batches, zstd_allowed, budget)
-    };
-    match tokio::task::spawn_blocking(walk).await {
-        Ok(inspected) => inspected,
-        // The walk does not panic (fuzzed); should it, the panic belongs to this request.
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        // The runtime is shutting down and dropped the task: walk here.
-        Err(_) => inspect_each(in_request(), zstd_allowed, budget),
-    }
-}
-
-/// [`batch::inspect`] on each partition's records (`None`: null records), by topic, with the
-/// record digests of each batch in request order, up to `budget` in all.
-fn inspect_each<'a>(
-    batches: impl Iterator<Item = impl Iterator<Item = Option<&'a bytes::Bytes>>>,
-    zstd_allowed: bool,
-    mut budget: usize,
-) -> Inspection {
-    let mut digests = Vec::new();
-    let inspected = batches
-        .map(|topic| {
-            topic
-                .map(|records| {
-                    let mut inspected = records.map(|r| batch::inspect(r, zstd_allowed, budget));
-                    let batch_digests = inspected.as_mut().and_then(batch::Inspected::take_digests);
-                    budget -= batch_digests.as_ref().map_or(0, Vec::len);
-                    digests.push(batch_digests);
-                    inspected
-                })
-                .collect()
-        })
-        .collect();
-    (inspected, digests)
-}
-
-/// Each partition's inspected batch, by topic (`None`: null records), and each batch's record
-/// digests in request order.
-type Inspection = (
-    Vec<Vec<Option<batch::Inspected>>>,
-    Vec<Option<Vec<batch::RecordDigest>>>,
-);
-
-/// Turns for costly batch walks, one per core, shared by every cluster in the process (they
-/// share the cores).
-fn costly_walks() -> &'static tokio::sync::Semaphore {
-    static WALKS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
-    WALKS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-        tokio::sync::Semaphore::new(cores)
-    })
-}
-
 /// Kafka's admin client's id (`AdminUtils.ADMIN_CLIENT_ID`), whose Produce may write to
 /// internal topics.
 const ADMIN_CLIENT_ID: &str = "__admin_client";
@@ -370,157 +292,6 @@ fn merge_topic(
         None => responses.push(topic),
     }
     responses
-}
-
-type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
-
-/// What every partition of one Produce request shares.
-struct ProduceContext<'a> {
-    ctx: &'a Ctx<'a>,
-    acks: i16,
-    /// With a transactional id, its transaction as the coordinator knows it (`None`: unknown).
-    transaction: Option<Option<TxnMetadata>>,
-    version: i16,
-    now_ms: i64,
-}
-
-/// Appends partition `index`'s batch, `None` when its records are null.
-fn append(
-    request: &ProduceContext<'_>,
-    topic: &mut Topic,
-    index: i32,
-    inspected: Option<batch::Inspected>,
-) -> PartitionResult {
-    let ctx = request.ctx;
-    let log_append_time = topic.log_append_time().then_some(request.now_ms);
-    let (before_max_ms, after_max_ms) = topic.timestamp_bounds_ms();
-    let rules = batch::Rules {
-        max_message_bytes: topic.max_message_bytes(),
-        key_required: topic.compacted(),
-    };
-    let min_insync_replicas = topic.min_insync_replicas();
-    let unknown_producer_id_rule = ctx.shared.config.kafka_version < KafkaVersion::V2_5;
-    let topic_name = topic.name.clone();
-    let Some(partition) = topic.partition_mut(index) else {
-        return Err((ResponseError::UnknownTopicOrPartition, None));
-    };
-    partition
-        .check_leader(ctx.node_id, -1)
-        .map_err(|e| (e, None))?;
-    let Some(inspected) = inspected else {
-        return Err((
-            ResponseError::InvalidRecord,
-            Some("records are null".into()),
-        ));
-    };
-    let valid = inspected
-        .validate(&rules)
-        .map_err(|e| (e.error, Some(e.reason)))?;
-    // acks=all cannot be satisfied with fewer in-sync replicas than min.insync.replicas,
-    // capped at the replica count from Kafka 3.7 (Partition.appendRecordsToLeader and
-    // Partition.effectiveMinIsr, KAFKA-15583).
-    let in_sync = partition.isr.len() as i64;
-    let replicas = partition.replicas.len() as i64;
-    let min_isr = if ctx.shared.config.kafka_version >= KafkaVersion::V3_7 {
-        min_insync_replicas.min(replicas)
-    } else {
-        min_insync_replicas
-    };
-    if request.acks == -1 && in_sync < min_isr {
-        return Err((
-            ResponseError::NotEnoughReplicas,
-            Some(format!(
-                "min.insync.replicas is {min_insync_replicas}, and {in_sync} of {replicas} replicas are in sync"
-            )),
-        ));
-    }
-    verify_transaction(request, &topic_name, index, partition, &valid.info)?;
-    // `LogValidator.validateTimestamp`: CreateTime records within the topic's bounds of the
-    // broker's clock.
-    if let (None, Some((lowest, highest))) = (log_append_time, valid.record_timestamps) {
-        let now = request.now_ms;
-        if lowest < now.saturating_sub(before_max_ms) || highest > now.saturating_add(after_max_ms)
-        {
-            return Err((
-                ResponseError::InvalidTimestamp,
-                Some(format!(
-                    "a record timestamp is outside [{}, {}] (message.timestamp.before.max.ms {before_max_ms}, after.max.ms {after_max_ms})",
-                    now.saturating_sub(before_max_ms),
-                    now.saturating_add(after_max_ms)
-                )),
-            ));
-        }
-    }
-    let appended = partition
-        .append(valid, log_append_time, unknown_producer_id_rule)
-        .map_err(|(error, reason)| (error, Some(reason)))?;
-    Ok(PartitionProduceResponse::default()
-        .with_index(index)
-        .with_base_offset(appended.base_offset)
-        .with_log_append_time_ms(appended.log_append_time_ms)
-        .with_log_start_offset(partition.log.log_start_offset()))
-}
-
-/// Kafka's transaction checks of a batch before it is appended (see the header).
-fn verify_transaction(
-    request: &ProduceContext<'_>,
-    topic: &str,
-    index: i32,
-    partition: &Partition,
-    batch: &batch::BatchInfo,
-) -> Result<(), (ResponseError, Option<String>)> {
-    let pid = batch.producer_id;
-    let ongoing = pid >= 0 && partition.log.has_ongoing_transaction(pid);
-    if !batch.transactional {
-        if ongoing {
-            return Err((
-                ResponseError::InvalidTxnState,
-                Some(format!(
-                    "expected a transactional write from producer {pid}: it has a transaction open on {topic}-{index}"
-                )),
-            ));
-        }
-        return Ok(());
-    }
-    let Some(transaction) = &request.transaction else {
-        return Err((
-            ResponseError::InvalidTxnState,
-            Some("a transactional batch needs a transactional id".into()),
-        ));
-    };
-    if ongoing {
-        return Ok(());
-    }
-    let fail = |error, reason: String| Err((error, Some(reason)));
-    match transaction {
-        Some(t) if t.producer_id != pid => fail(
-            ResponseError::InvalidProducerIdMapping,
-            format!(
-                "the transactional id has producer id {}, not {pid}",
-                t.producer_id
-            ),
-        ),
-        None => fail(
-            ResponseError::InvalidProducerIdMapping,
-            "the transactional id is unknown to its coordinator".into(),
-        ),
-        Some(t) if t.producer_epoch != batch.producer_epoch => fail(
-            ResponseError::InvalidProducerEpoch,
-            format!(
-                "producer {pid}: epoch {} is not the transaction's epoch {}",
-                batch.producer_epoch, t.producer_epoch
-            ),
-        ),
-        Some(t) if !t.partitions.contains(&(topic.to_owned(), index)) => fail(
-            if request.version > 10 {
-                ResponseError::TransactionAbortable
-            } else {
-                ResponseError::InvalidTxnState
-            },
-            "Partition was not added to the transaction".into(),
-        ),
-        Some(_) => Ok(()),
-    }
 }
 
 fn error_response(
