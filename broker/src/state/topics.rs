@@ -95,6 +95,7 @@ impl Partition {
                 Ok(Appended {
                     base_offset,
                     log_append_time_ms,
+                    stored: false,
                 })
             }
             Verdict::Reject { error, reason } => {
