@@ -63,10 +63,14 @@ pub fn validate_batch(records: &Bytes, rules: BatchRules) -> Result<i32, (i16, S
         max_message_bytes: rules.max_message_bytes,
         key_required: rules.key_required,
     };
-    batch::inspect(records, rules.zstd_allowed)
-        .validate(&topic_rules)
-        .map(|valid| valid.info.record_count)
-        .map_err(|invalid| (invalid.error.code(), invalid.reason))
+    batch::inspect(
+        records,
+        rules.zstd_allowed,
+        batch::digest::MAX_REQUEST_DIGESTS,
+    )
+    .validate(&topic_rules)
+    .map(|valid| valid.info.record_count)
+    .map_err(|invalid| (invalid.error.code(), invalid.reason))
 }
 
 /// Runs `input` — the bytes a client writes on one connection, size prefixes included — through

@@ -242,7 +242,7 @@ mod tests {
                     base_offset: Some(base_offset),
                     error_code: Some(0),
                     crc: None,
-                    digests: Default::default(),
+                    digests: None,
                 }],
             })),
             bad_request: None,

@@ -86,7 +86,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
 
 /// The violation when `b` of `entry`, a retry of `original` by its header, holds other records.
 fn reused(original: &Stored<'_>, entry: &Entry, b: &ProducePartition) -> Option<Violation> {
-    let (Some(was), Some(now)) = (original.batch.digests.get(), b.digests.get()) else {
+    let (Some(was), Some(now)) = (&original.batch.digests, &b.digests) else {
         return None;
     };
     if was == now {

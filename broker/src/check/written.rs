@@ -115,7 +115,7 @@ fn judge(
     for earlier in written.iter().rev() {
         let same = earlier.same_batch(b);
         if same && earlier.base_offset != new.base_offset && duplicates {
-            let records = match (earlier.batch.digests.get(), b.digests.get()) {
+            let records = match (&earlier.batch.digests, &b.digests) {
                 (Some(x), Some(y)) if x == y => ", the same records",
                 (Some(_), Some(_)) => ", other records",
                 _ => "",

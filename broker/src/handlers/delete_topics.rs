@@ -59,7 +59,6 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
     let mut answered_twice = std::collections::HashSet::new();
     let mut state = ctx.shared.state();
     let mut records = 0usize;
-    let mut deleted = Vec::new();
     let responses = targets
         .into_iter()
         .filter_map(|(name, id)| {
@@ -119,7 +118,6 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
                     state.remove_topic(&found_name);
                     state.groups.forget_topic(&found_name);
                     tracing::debug!(topic = found_name, "topic deleted");
-                    deleted.push(found_name.clone());
                     DeletableTopicResult::default()
                         .with_name(Some(topic_name(&found_name)))
                         .with_topic_id(found_id)
@@ -139,10 +137,5 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
             })
         })
         .collect();
-    drop(state);
-    // The journal no longer keeps the deleted topics' batches alive for their digests.
-    for topic in &deleted {
-        ctx.shared.journal.settle_digests(topic);
-    }
     DeleteTopicsResponse::default().with_responses(responses)
 }

@@ -40,7 +40,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::cluster::Shared;
 use crate::codec::{CodecError, Request};
-use crate::state::batch::RecordDigests;
+use crate::state::batch::RecordDigest;
 use crate::state::ClusterState;
 
 /// What a handler may see: the cluster, and which broker the request came to.
@@ -67,8 +67,8 @@ pub struct Ctx<'a> {
 pub struct ProducedDigests(std::sync::Mutex<Digests>);
 
 /// The record digests of each partition's batch of one Produce request, in request order
-/// (deferred for a stored batch: [`RecordDigests`]).
-pub type Digests = Vec<RecordDigests>;
+/// (`None`: a batch without them).
+pub type Digests = Vec<Option<Vec<RecordDigest>>>;
 
 impl ProducedDigests {
     fn set(&self, digests: Digests) {

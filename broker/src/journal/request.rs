@@ -9,7 +9,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use uuid::Uuid;
 
 use super::summary::*;
-use crate::state::batch::{self, RecordDigests};
+use crate::state::batch::{self, RecordDigest};
 
 /// Summarizes a decoded request of `version`; `topic_name` resolves topic ids (Produce v13+,
 /// Fetch v13+, Metadata v10+).
@@ -44,7 +44,7 @@ pub(crate) fn summarize(
                             base_offset: None,
                             error_code: None,
                             crc: header.map(|h| h.crc),
-                            digests: RecordDigests::none(),
+                            digests: None,
                         }
                     })
                 })
@@ -229,7 +229,7 @@ pub(crate) fn summarize(
 
 /// Puts each partition's record digests (in request order, as the Produce handler computed
 /// them) into a Produce summary; items past the summary's bound are not kept.
-pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<RecordDigests>) {
+pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<Option<Vec<RecordDigest>>>) {
     if let RequestSummary::Produce(s) = summary {
         for (p, d) in s.partitions.iter_mut().zip(digests) {
             p.digests = d;

@@ -66,21 +66,6 @@ impl Heap for RecordDigest {
     }
 }
 
-/// The digests a batch has or will have, 8 bytes a record, and their shared cell; deferred
-/// digests hold the log's own stored batch until computed, which is not counted here: the log
-/// counts it.
-impl Heap for RecordDigests {
-    fn heap(&self) -> usize {
-        if self.is_empty() {
-            return 0;
-        }
-        alloc(DIGESTS_CELL_BYTES) + alloc(self.len() * size_of::<RecordDigest>())
-    }
-}
-
-/// What the shared cell of [`RecordDigests`] takes (counts, locks, pointers), rounded up.
-const DIGESTS_CELL_BYTES: usize = 96;
-
 impl Heap for i32 {
     fn heap(&self) -> usize {
         0
@@ -223,10 +208,10 @@ mod tests {
             first_timestamp: -1,
             max_timestamp: -1,
             crc: Some(1),
-            digests: RecordDigests::none(),
+            digests: None,
         };
         assert_eq!(batch.heap(), 32);
-        batch.digests = Some(vec![RecordDigest(0); 100]).into();
-        assert_eq!(batch.heap(), 32 + alloc(DIGESTS_CELL_BYTES) + alloc(800));
+        batch.digests = Some(vec![RecordDigest(0); 100]);
+        assert_eq!(batch.heap(), 32 + alloc(800));
     }
 }

@@ -157,12 +157,6 @@ impl Journal {
         (self.capacity > 0 && self.max_bytes > 0) || self.sink.is_some()
     }
 
-    /// Whether complete entries are written to a JSON Lines sink (under the journal's lock,
-    /// so what they need computed is better computed before).
-    pub fn writes_lines(&self) -> bool {
-        self.sink.is_some()
-    }
-
     /// Gives a request its seq without building an entry (journal off), counting it as evicted.
     pub fn number(&self) -> u64 {
         let mut state = self.state();

@@ -8,7 +8,7 @@
 use kafka_protocol::protocol::StrBytes;
 use serde::{Deserialize, Serialize};
 
-pub use crate::state::batch::{RecordDigest, RecordDigests};
+pub use crate::state::batch::RecordDigest;
 
 pub(crate) use super::request::{add_digests, summarize};
 pub(crate) use super::response::{complete, error_codes};
@@ -163,10 +163,8 @@ pub struct ProducePartition {
     /// batch it never walked (refused before its records were read, held back by a fault, or
     /// with the journal off), one whose records are invalid, one past the request's bound
     /// (`state::batch::digest::MAX_REQUEST_DIGESTS`, 2^20), and in older journals.
-    /// Kept deferred for a batch the log stored: computed from it when first read
-    /// ([`RecordDigests::get`]).
-    #[serde(default, skip_serializing_if = "RecordDigests::is_none")]
-    pub digests: RecordDigests,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digests: Option<Vec<RecordDigest>>,
 }
 
 /// A Fetch request.

@@ -49,8 +49,6 @@ pub struct Appended {
     pub base_offset: i64,
     /// The LogAppendTime stamped on the batch, or -1 for CreateTime topics (Kafka's answer).
     pub log_append_time_ms: i64,
-    /// Whether the batch was stored now, as the log's last batch (not for a duplicate).
-    pub stored: bool,
 }
 
 /// The log of one partition.
@@ -102,7 +100,6 @@ impl PartitionLog {
         Appended {
             base_offset,
             log_append_time_ms: log_append_time_ms.unwrap_or(-1),
-            stored: true,
         }
     }
 

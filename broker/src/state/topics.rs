@@ -95,7 +95,6 @@ impl Partition {
                 Ok(Appended {
                     base_offset,
                     log_append_time_ms,
-                    stored: false,
                 })
             }
             Verdict::Reject { error, reason } => {

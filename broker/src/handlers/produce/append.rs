@@ -6,14 +6,11 @@ use kafka_protocol::ResponseError;
 
 use super::super::Ctx;
 use crate::cluster::KafkaVersion;
-use crate::state::batch::{self, StoredBytes};
+use crate::state::batch;
 use crate::state::topics::{Partition, Topic};
 use crate::state::txn::TxnMetadata;
 
-/// A partition's answer, with the batch as the log stored it when the journal records (for its
-/// deferred record digests), or the error and its message.
-pub(super) type PartitionResult =
-    Result<(PartitionProduceResponse, Option<StoredBytes>), (ResponseError, Option<String>)>;
+pub(super) type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
 
 /// What every partition of one Produce request shares.
 pub(super) struct ProduceContext<'a> {
@@ -23,8 +20,6 @@ pub(super) struct ProduceContext<'a> {
     pub(super) transaction: Option<Option<TxnMetadata>>,
     pub(super) version: i16,
     pub(super) now_ms: i64,
-    /// Whether the journal records (and so takes the stored batch for its record digests).
-    pub(super) recording: bool,
 }
 
 /// Appends partition `index`'s batch, `None` when its records are null.
@@ -97,15 +92,11 @@ pub(super) fn append(
     let appended = partition
         .append(valid, log_append_time, unknown_producer_id_rule)
         .map_err(|(error, reason)| (error, Some(reason)))?;
-    let stored = (request.recording && appended.stored)
-        .then(|| partition.log.batches().last().map(|b| b.bytes.clone()))
-        .flatten();
-    let response = PartitionProduceResponse::default()
+    Ok(PartitionProduceResponse::default()
         .with_index(index)
         .with_base_offset(appended.base_offset)
         .with_log_append_time_ms(appended.log_append_time_ms)
-        .with_log_start_offset(partition.log.log_start_offset());
-    Ok((response, stored))
+        .with_log_start_offset(partition.log.log_start_offset()))
 }
 
 /// Kafka's transaction checks of a batch before it is appended (see the header).

@@ -53,7 +53,7 @@ use super::{advertised, Answer, Ctx};
 use crate::state::batch;
 use crate::state::topics::is_internal;
 use append::{append, ProduceContext};
-use inspect::{inspect_all, record_digests, Identity};
+use inspect::inspect_all;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
@@ -96,126 +96,107 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
     let acks_valid = matches!(request.acks, -1..=1);
     let mut other_leaders = Vec::new();
     let mut appended = false;
+    // The same pass computes each record's digest for the journal, when it records.
     let recording = ctx.shared.journal.records();
-    let mut inspected = inspect_all(&request, version >= 7).await;
-    // Where each batch's records are, for the journal's record digests (request order).
-    let mut identities: Vec<Identity> = if recording {
-        inspected.iter().flatten().map(Identity::of).collect()
+    let budget = if recording {
+        batch::digest::MAX_REQUEST_DIGESTS
     } else {
-        Vec::new()
+        0
     };
-    let costly = identities.iter().any(Identity::is_costly);
-    let mut stored = Vec::new();
-    // The position of the next topic entry's first partition entry, in request order.
-    let mut next_start = 0;
-    // In a block of its own: the state's lock is not held across the digests' await.
-    let responses = {
-        let mut state = ctx.shared.state();
-        let transaction = request
-            .transactional_id
-            .as_ref()
-            .map(|id| state.transactions.get(id.0.as_str()).cloned());
-        let shared_request = ProduceContext {
-            ctx,
-            acks: request.acks,
-            transaction,
-            version,
-            now_ms: ctx.shared.now_ms(),
-            recording,
-        };
-        let last = last_entries(&request, version);
-        let responses: Vec<TopicProduceResponse> = request
-            .topic_data
-            .into_iter()
-            .zip(inspected.iter_mut())
-            .zip(last)
-            .map(|((topic_data, inspected), last)| {
-                let start = next_start;
-                next_start += topic_data.partition_data.len();
-                let mut topic = if version >= 13 {
-                    state
-                        .topics
-                        .values_mut()
-                        .find(|t| t.id == topic_data.topic_id)
-                } else {
-                    state.topics.get_mut(topic_data.name.0.as_str())
-                };
-                let partition_responses = topic_data
-                    .partition_data
-                    .into_iter()
-                    .zip(inspected.iter_mut())
-                    .zip(last)
-                    .enumerate()
-                    .filter_map(|(i, (entry, last))| last.then_some((start + i, entry)))
-                    .map(|(position, (data, inspected))| {
-                        let index = data.index;
-                        let topic = match topic.as_deref_mut() {
-                            None if version >= 13 => {
-                                return error_response(index, ResponseError::UnknownTopicId, None)
-                            }
-                            None => {
-                                return error_response(
-                                    index,
-                                    ResponseError::UnknownTopicOrPartition,
-                                    None,
-                                )
-                            }
-                            Some(topic) => topic,
-                        };
-                        if !acks_valid {
-                            return error_response(index, ResponseError::InvalidRequiredAcks, None);
+    let (mut inspected, digests) = inspect_all(&request, version >= 7, budget).await;
+    if recording {
+        ctx.produced.set(digests);
+    }
+    let mut state = ctx.shared.state();
+    let transaction = request
+        .transactional_id
+        .as_ref()
+        .map(|id| state.transactions.get(id.0.as_str()).cloned());
+    let shared_request = ProduceContext {
+        ctx,
+        acks: request.acks,
+        transaction,
+        version,
+        now_ms: ctx.shared.now_ms(),
+    };
+    let last = last_entries(&request, version);
+    let responses: Vec<TopicProduceResponse> = request
+        .topic_data
+        .into_iter()
+        .zip(inspected.iter_mut())
+        .zip(last)
+        .map(|((topic_data, inspected), last)| {
+            let mut topic = if version >= 13 {
+                state
+                    .topics
+                    .values_mut()
+                    .find(|t| t.id == topic_data.topic_id)
+            } else {
+                state.topics.get_mut(topic_data.name.0.as_str())
+            };
+            let partition_responses = topic_data
+                .partition_data
+                .into_iter()
+                .zip(inspected.iter_mut())
+                .zip(last)
+                .filter_map(|(entry, last)| last.then_some(entry))
+                .map(|(data, inspected)| {
+                    let index = data.index;
+                    let topic = match topic.as_deref_mut() {
+                        None if version >= 13 => {
+                            return error_response(index, ResponseError::UnknownTopicId, None)
                         }
-                        // `ReplicaManager.appendToLocalLog`: only the admin client's id may write to
-                        // an internal topic.
-                        if is_internal(&topic.name) && ctx.client_id != ADMIN_CLIENT_ID {
+                        None => {
                             return error_response(
                                 index,
-                                ResponseError::InvalidTopicException,
-                                Some(format!("Cannot append to internal topic {}", topic.name)),
-                            );
+                                ResponseError::UnknownTopicOrPartition,
+                                None,
+                            )
                         }
-                        let leader = topic.partition(index).map(|p| (p.leader, p.leader_epoch));
-                        match append(&shared_request, topic, index, inspected.take()) {
-                            Ok((response, batch)) => {
-                                appended = true;
-                                if let Some(batch) = batch {
-                                    stored.push((position, batch));
-                                }
-                                response
-                            }
-                            // The current leader is reported from v10 (KIP-951).
-                            Err((ResponseError::NotLeaderOrFollower, _)) if version >= 10 => {
-                                let (leader_id, leader_epoch) = leader.unwrap_or((-1, -1));
-                                other_leaders.push(leader_id);
-                                error_response(index, ResponseError::NotLeaderOrFollower, None)
-                                    .with_current_leader(
-                                        LeaderIdAndEpoch::default()
-                                            .with_leader_id(BrokerId(leader_id))
-                                            .with_leader_epoch(leader_epoch),
-                                    )
-                            }
-                            Err((error, message)) => error_response(index, error, message),
+                        Some(topic) => topic,
+                    };
+                    if !acks_valid {
+                        return error_response(index, ResponseError::InvalidRequiredAcks, None);
+                    }
+                    // `ReplicaManager.appendToLocalLog`: only the admin client's id may write to
+                    // an internal topic.
+                    if is_internal(&topic.name) && ctx.client_id != ADMIN_CLIENT_ID {
+                        return error_response(
+                            index,
+                            ResponseError::InvalidTopicException,
+                            Some(format!("Cannot append to internal topic {}", topic.name)),
+                        );
+                    }
+                    let leader = topic.partition(index).map(|p| (p.leader, p.leader_epoch));
+                    match append(&shared_request, topic, index, inspected.take()) {
+                        Ok(response) => {
+                            appended = true;
+                            response
                         }
-                    })
-                    .collect();
-                TopicProduceResponse::default()
-                    .with_name(topic_data.name)
-                    .with_topic_id(topic_data.topic_id)
-                    .with_partition_responses(partition_responses)
-            })
-            .fold(Vec::new(), merge_topic);
-        responses
-    };
+                        // The current leader is reported from v10 (KIP-951).
+                        Err((ResponseError::NotLeaderOrFollower, _)) if version >= 10 => {
+                            let (leader_id, leader_epoch) = leader.unwrap_or((-1, -1));
+                            other_leaders.push(leader_id);
+                            error_response(index, ResponseError::NotLeaderOrFollower, None)
+                                .with_current_leader(
+                                    LeaderIdAndEpoch::default()
+                                        .with_leader_id(BrokerId(leader_id))
+                                        .with_leader_epoch(leader_epoch),
+                                )
+                        }
+                        Err((error, message)) => error_response(index, error, message),
+                    }
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic_data.name)
+                .with_topic_id(topic_data.topic_id)
+                .with_partition_responses(partition_responses)
+        })
+        .fold(Vec::new(), merge_topic);
+    drop(state);
     if appended {
         ctx.shared.data_arrived.notify_waiters();
-    }
-    if recording {
-        for (position, batch) in stored {
-            identities[position] = Identity::Stored(batch);
-        }
-        let now = ctx.shared.journal.writes_lines();
-        ctx.produced
-            .set(record_digests(identities, costly, now).await);
     }
     answer(ctx, request.acks, responses, other_leaders, version)
 }

@@ -1,11 +1,6 @@
-//! Record identity: a 64-bit digest of each record's key, value and headers, so that the journal
-//! can tell a retry (the same records again) from other records sent under the same producer
-//! sequence numbers.
-//!
-//! A batch the log stored keeps its digests deferred ([`RecordDigests`]): they are computed from
-//! the stored batch the first time a reader asks (a check, a JSON line), not on the request path,
-//! since the log holds the batch's bytes anyway. A batch not stored (a duplicate, a refusal after
-//! its records walked) has its digests computed when it is handled, from the request's bytes.
+//! Record identity: a 64-bit digest of each record's key, value and headers, computed during the
+//! record walk that validates a batch ([`super::inspect`]), so that the journal can tell a retry
+//! (the same records again) from other records sent under the same producer sequence numbers.
 //!
 //! The digest is XXH3-64 (the `xxhash-rust` crate; a fixed, documented algorithm, so digests
 //! in a journal written by one kmock build compare with those of another) of the record's key,
@@ -21,17 +16,12 @@
 //! batch may change them.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use xxhash_rust::xxh3::xxh3_64;
 
-use bytes::Bytes;
-
-use super::header::{at, attributes_of, read_i32, COMPRESSION_MASK};
 use super::records::RecordView;
-use super::{decompress, records, StoredBytes};
 
 /// Most record digests the journal keeps for one Produce request: 2^20 (8 MiB), across its
 /// batches in request order. A batch whose records do not all fit in what is left keeps none,
@@ -87,138 +77,37 @@ pub fn record_digest(record: &RecordView<'_>) -> RecordDigest {
     RecordDigest(xxh3_64(record.contents))
 }
 
-/// The digests of the records of one whole batch (`records`: its bytes from the batch header on,
-/// as a Produce request carries them), in record order; `None` when its header or records do
-/// not read (only a batch whose records walked at validation is asked).
-pub fn of_batch(records: &Bytes) -> Option<Vec<RecordDigest>> {
-    if records.len() < at::RECORDS {
-        return None;
-    }
-    let codec = attributes_of(records) & COMPRESSION_MASK;
-    let count = read_i32(records, at::RECORD_COUNT);
-    walk_digests(codec, count, &records[at::RECORDS..])
+/// The digests of a batch's records as they are walked: all of them, or none once more than
+/// `budget` records came by.
+#[derive(Debug)]
+pub(super) struct Collector {
+    digests: Option<Vec<RecordDigest>>,
+    budget: usize,
 }
 
-/// Walks `count` records (compressed with `codec`) and digests each one.
-pub(super) fn walk_digests(codec: i16, count: i32, records: &[u8]) -> Option<Vec<RecordDigest>> {
-    let expected = usize::try_from(count).ok()?.min(MAX_REQUEST_DIGESTS);
-    let mut digests = Vec::with_capacity(expected);
-    let mut input = decompress::records_reader(codec, records).ok()?;
-    records::walk(&mut input, count, |record| {
-        digests.push(record_digest(record));
-        Ok(())
-    })
-    .ok()?;
-    Some(digests)
-}
-
-/// The digests of one batch's records, in record order ([`Self::get`]), or none: known (computed
-/// when the batch was handled, or read from a journal), or deferred, computed from the batch the
-/// log stored the first time they are asked for and kept from then on, shared by every copy of
-/// the journal entry (the stored bytes are then let go). In JSON the list of digests, as
-/// [`RecordDigest`]s.
-#[derive(Clone, Default)]
-pub struct RecordDigests(Option<Arc<Lazy>>);
-
-struct Lazy {
-    /// How many records the batch holds (what the digests will take: 8 bytes each).
-    records: usize,
-    digests: OnceLock<Option<Box<[RecordDigest]>>>,
-    /// The stored batch, until the digests are computed from it.
-    stored: Mutex<Option<StoredBytes>>,
-}
-
-impl RecordDigests {
-    /// No digests.
-    pub fn none() -> Self {
-        Self(None)
+impl Collector {
+    /// Collects at most `budget` digests (none at all for 0); `declared` records are expected.
+    pub fn new(budget: usize, declared: i32) -> Self {
+        let expected = usize::try_from(declared).unwrap_or(0).min(budget).min(1024);
+        Self {
+            digests: (budget > 0).then(|| Vec::with_capacity(expected)),
+            budget,
+        }
     }
 
-    /// These digests.
-    pub fn known(digests: Vec<RecordDigest>) -> Self {
-        let lazy = Lazy {
-            records: digests.len(),
-            digests: OnceLock::from(Some(digests.into_boxed_slice())),
-            stored: Mutex::new(None),
-        };
-        Self(Some(Arc::new(lazy)))
+    pub fn add(&mut self, record: &RecordView<'_>) {
+        if let Some(digests) = &mut self.digests {
+            if digests.len() == self.budget {
+                self.digests = None;
+            } else {
+                digests.push(record_digest(record));
+            }
+        }
     }
 
-    /// The digests of `stored`'s records, computed when first asked for.
-    pub fn deferred(stored: StoredBytes) -> Self {
-        let lazy = Lazy {
-            records: usize::try_from(stored.record_count()).unwrap_or(0),
-            digests: OnceLock::new(),
-            stored: Mutex::new(Some(stored)),
-        };
-        Self(Some(Arc::new(lazy)))
-    }
-
-    /// The digests, in record order, computing them now if they were deferred; `None` for a
-    /// batch without them (see `ProducePartition::digests` in the journal).
-    pub fn get(&self) -> Option<&[RecordDigest]> {
-        let lazy = self.0.as_ref()?;
-        lazy.digests
-            .get_or_init(|| {
-                let stored = lazy.stored.lock().unwrap_or_else(|p| p.into_inner()).take();
-                // A stored batch was validated: it walks (else a kmock bug, logged there).
-                stored
-                    .and_then(|s| s.record_digests())
-                    .map(Vec::into_boxed_slice)
-            })
-            .as_deref()
-    }
-
-    /// Whether there are no digests (computing deferred ones).
-    pub fn is_none(&self) -> bool {
-        self.get().is_none()
-    }
-
-    /// Whether the digests are deferred and not computed yet.
-    pub fn is_pending(&self) -> bool {
-        self.0.as_ref().is_some_and(|l| l.digests.get().is_none())
-    }
-
-    /// The number of digests there are or will be, without computing them.
-    pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |l| l.records)
-    }
-
-    /// Whether there are no digests to hold ([`Self::len`] is 0).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl From<Option<Vec<RecordDigest>>> for RecordDigests {
-    fn from(digests: Option<Vec<RecordDigest>>) -> Self {
-        digests.map_or_else(Self::none, Self::known)
-    }
-}
-
-impl PartialEq for RecordDigests {
-    fn eq(&self, other: &Self) -> bool {
-        self.get() == other.get()
-    }
-}
-
-impl Eq for RecordDigests {}
-
-impl fmt::Debug for RecordDigests {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
-impl Serialize for RecordDigests {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for RecordDigests {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Option::<Vec<RecordDigest>>::deserialize(deserializer).map(Self::from)
+    /// The digests of every record, `None` when over budget or when the walk failed.
+    pub fn finish(self, walked: bool) -> Option<Vec<RecordDigest>> {
+        self.digests.filter(|_| walked)
     }
 }
 
@@ -229,29 +118,14 @@ mod tests {
     use kafka_protocol::records::{Compression, Record};
 
     use super::*;
-    use crate::state::batch::{inspect, Rules};
+    use crate::state::batch::inspect;
 
-    /// The digests of `records` in one batch: computed from the request's bytes, and deferred
-    /// from the batch as the log stores it, which must agree.
+    /// The digests of `records` in one batch, walked as the Produce handler walks it.
     fn digests(records: &[Record], compression: Compression) -> Vec<RecordDigest> {
         let bytes = kmock_client::encode_batch(records, compression).unwrap();
-        let eager = of_batch(&bytes).expect("a valid batch has digests");
-        let rules = Rules {
-            max_message_bytes: usize::MAX,
-            key_required: false,
-        };
-        let stored = inspect(&bytes, true)
-            .validate(&rules)
-            .unwrap()
-            .into_stored_bytes(7, 3, None);
-        let deferred = RecordDigests::deferred(stored);
-        assert!(deferred.is_pending());
-        assert_eq!(deferred.len(), records.len());
-        assert_eq!(deferred.get(), Some(&eager[..]), "deferred and eager agree");
-        assert!(!deferred.is_pending());
-        // A copy made before shares what was computed.
-        assert_eq!(deferred.clone().get(), Some(&eager[..]));
-        eager
+        inspect(&bytes, true, MAX_REQUEST_DIGESTS)
+            .take_digests()
+            .expect("a valid batch has digests")
     }
 
     fn record(key: Option<&[u8]>, value: Option<&[u8]>) -> Record {
@@ -323,27 +197,18 @@ mod tests {
     }
 
     #[test]
-    fn records_that_do_not_walk_have_no_digest() {
+    fn a_batch_over_the_budget_or_invalid_keeps_no_digest() {
         let records = vec![record(Some(b"k"), Some(b"v")); 3];
         let bytes = kmock_client::encode_batch(&records, Compression::None).unwrap();
-        assert_eq!(of_batch(&bytes).map(|d| d.len()), Some(3));
-        let truncated = bytes.slice(..bytes.len() - 1);
-        assert_eq!(of_batch(&truncated), None);
-        assert_eq!(of_batch(&bytes.slice(..20)), None);
-    }
-
-    #[test]
-    fn digests_in_json_are_the_list_or_null_and_read_back() {
-        let known = RecordDigests::known(vec![RecordDigest(1), RecordDigest(u64::MAX)]);
-        let json = serde_json::to_string(&known).unwrap();
-        assert_eq!(json, r#"["0000000000000001","ffffffffffffffff"]"#);
-        assert_eq!(serde_json::from_str::<RecordDigests>(&json).unwrap(), known);
         assert_eq!(
-            serde_json::to_string(&RecordDigests::none()).unwrap(),
-            "null"
+            inspect(&bytes, true, 3).take_digests().map(|d| d.len()),
+            Some(3)
         );
-        assert!(RecordDigests::none().is_none());
-        assert!(!RecordDigests::none().is_pending());
+        assert_eq!(inspect(&bytes, true, 2).take_digests(), None);
+        assert_eq!(inspect(&bytes, true, 0).take_digests(), None);
+        let mut corrupt = bytes.to_vec();
+        *corrupt.last_mut().unwrap() ^= 1; // the CRC no longer matches
+        assert_eq!(inspect(&Bytes::from(corrupt), true, 3).take_digests(), None);
     }
 
     #[test]

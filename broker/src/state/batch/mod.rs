@@ -35,7 +35,7 @@ mod stored;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
-pub use digest::{RecordDigest, RecordDigests};
+pub use digest::RecordDigest;
 pub use header::{header, BatchInfo};
 pub use stored::StoredBytes;
 
@@ -106,6 +106,8 @@ pub struct Inspected {
     keyless: bool,
     /// The smallest and largest record timestamps ([`ValidBatch::record_timestamps`]).
     record_timestamps: Option<(i64, i64)>,
+    /// Every record's digest, when asked for and the records walked ([`digest`]).
+    digests: Option<Vec<RecordDigest>>,
 }
 
 /// Validates the `records` bytes of one partition of a Produce v7+ request: [`inspect`], then
@@ -115,7 +117,7 @@ pub struct Inspected {
 /// [`InvalidBatch`] naming the first check that failed.
 #[cfg(test)]
 pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBatch> {
-    inspect(records, true).validate(rules)
+    inspect(records, true, 0).validate(rules)
 }
 
 /// Checks the `records` of one partition of a Produce request (v3+) as far as the topic is not
@@ -125,11 +127,17 @@ pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBat
 /// topic's `max.message.bytes`) the CRC-32C; a known compression codec; no control batch from a
 /// client; a record count of at least one that matches the last offset delta and the records
 /// inside, walked ([`records::walk`]) as they decompress.
-pub fn inspect(records: &Bytes, zstd_allowed: bool) -> Inspected {
+///
+/// The same walk computes each record's digest ([`digest::record_digest`]) when the batch
+/// has at most `digest_budget` records (none for 0); [`Inspected::take_digests`] hands them
+/// over.
+pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Inspected {
     let before_size = check_before_size(records, zstd_allowed).err();
     let mut keyless = false;
     let mut record_timestamps: Option<(i64, i64)> = None;
     let base_timestamp = header(records).map_or(0, |h| h.first_timestamp);
+    let declared = header(records).map_or(0, |h| h.record_count);
+    let mut digests = digest::Collector::new(digest_budget, declared);
     let after_size = match before_size {
         Some(_) => None,
         None => check_after_size(records, |record| {
@@ -142,28 +150,27 @@ pub fn inspect(records: &Bytes, zstd_allowed: bool) -> Inspected {
                     }),
                 );
             }
+            digests.add(record);
             Ok(())
         })
         .err(),
     };
+    let walked = before_size.is_none() && after_size.is_none();
     Inspected {
         records: records.clone(),
         before_size,
         after_size,
         keyless,
         record_timestamps,
+        digests: digests.finish(walked),
     }
 }
 
 impl Inspected {
-    /// Whether the records walked: every check that needs no topic passed.
-    pub fn walked(&self) -> bool {
-        self.before_size.is_none() && self.after_size.is_none()
-    }
-
-    /// The batch's bytes, as the request carries them.
-    pub fn records(&self) -> &Bytes {
-        &self.records
+    /// The digests of the batch's records, in record order, once: `None` when they were not
+    /// asked for, did not fit the budget, or the records did not walk.
+    pub fn take_digests(&mut self) -> Option<Vec<RecordDigest>> {
+        self.digests.take()
     }
 
     /// Finishes validation with the topic's `rules` (`max.message.bytes`, a key on every record

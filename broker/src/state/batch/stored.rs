@@ -101,23 +101,6 @@ impl StoredBytes {
         }
     }
 
-    /// The number of records, from the header.
-    pub fn record_count(&self) -> i32 {
-        read_i32(&self.header, at::RECORD_COUNT)
-    }
-
-    /// Every record's digest, in record order ([`super::digest`]); `None` when the batch no
-    /// longer walks (a kmock bug: it was validated on the way in, so that is logged).
-    pub(super) fn record_digests(&self) -> Option<Vec<super::RecordDigest>> {
-        let codec = read_i16(&self.header, at::ATTRIBUTES) & COMPRESSION_MASK;
-        let digests = super::digest::walk_digests(codec, self.record_count(), &self.records);
-        if digests.is_none() {
-            let base_offset = read_i64(&self.header, at::BASE_OFFSET);
-            tracing::error!(base_offset, "stored batch no longer walks for its digests");
-        }
-        digests
-    }
-
     /// The whole batch in one buffer (a copy).
     pub fn to_bytes(&self) -> Bytes {
         let mut out = BytesMut::with_capacity(self.size());

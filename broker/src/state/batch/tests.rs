@@ -90,14 +90,14 @@ fn a_batch_over_max_message_bytes_is_message_too_large() {
 fn zstd_before_produce_v7_is_an_unsupported_compression_type() {
     let records = [kmock_client::record(b"k", b"v")];
     let zstd = kmock_client::encode_batch(&records, Compression::Zstd).unwrap();
-    let err = inspect(&zstd, false).validate(&RULES).unwrap_err();
+    let err = inspect(&zstd, false, 0).validate(&RULES).unwrap_err();
     assert_eq!(
         err.error,
         ResponseError::UnsupportedCompressionType,
         "{}",
         err.reason
     );
-    assert!(inspect(&zstd, true).validate(&RULES).is_ok());
+    assert!(inspect(&zstd, true, 0).validate(&RULES).is_ok());
 }
 
 #[test]
