@@ -12,8 +12,10 @@
 //! earlier. One never answered stays unanswered until its connection closed: at once for a
 //! fault that closes it (`disconnect`, `disconnect_after_apply`), when its broker was taken
 //! down, otherwise for the rest of the journal (a fault that `silence`s the answer, or a
-//! client that gave up waiting without closing: the request may still land, which is the
-//! hazard itself).
+//! client that gave up waiting: the request may still land, which is the hazard itself). The
+//! journal does not say when a client closed a connection it gave up on, and a correct client
+//! may time a Produce out, close, and abort: so an EndTxn is a violation only when each Produce
+//! it overtook was answered later, and a warning when one of them was never answered.
 
 use std::collections::HashMap;
 
@@ -85,13 +87,18 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 let mut involved: Vec<EntryRef> =
                     pending.iter().map(|p| EntryRef::from(*p)).collect();
                 involved.push(EntryRef::from(entry));
+                let never_answered = pending.iter().any(|p| p.response.is_none());
                 violations.push(Violation {
                     kind: KIND.into(),
-                    severity: Severity::Violation,
+                    severity: if never_answered {
+                        Severity::Warning
+                    } else {
+                        Severity::Violation
+                    },
                     key: format!("producer {} epoch {}", end.producer_id, end.producer_epoch),
                     entries: involved,
                     message: format!(
-                        "EndTxn seq {} (conn {}) of transactional id {} ({} the transaction of producer {} epoch {}) arrived while its Produce {} had not been answered",
+                        "EndTxn seq {} (conn {}) of transactional id {} ({} the transaction of producer {} epoch {}) arrived while its Produce {} had not been answered{}",
                         entry.seq,
                         entry.conn,
                         end.transactional_id,
@@ -99,6 +106,11 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                         end.producer_id,
                         end.producer_epoch,
                         seqs.join(", "),
+                        if never_answered {
+                            " (one never was: the client may have given up on it)"
+                        } else {
+                            ""
+                        },
                     ),
                 });
             }

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{run_journal, Checks};
+use super::{run_journal, Checks, Severity};
 use crate::journal::Entry;
 
 /// An entry `seq` on conn `conn` (arrival and answer at `seq` µs) of `api` with `request`.
@@ -125,5 +125,19 @@ fn an_end_txn_arriving_after_the_answer_began_to_be_sent_is_clean() {
     end.at_us = 12;
     assert!(kinds(&[p.clone(), end.clone()]).is_empty());
     p.response.as_mut().unwrap().sending_us = Some(13);
-    assert_eq!(kinds(&[p, end]), ["end-txn-with-produce-in-flight"]);
+    assert_eq!(
+        kinds(&[p.clone(), end.clone()]),
+        ["end-txn-with-produce-in-flight"]
+    );
+    let report = run_journal(&[p.clone(), end.clone()], &Checks::default());
+    assert_eq!(
+        report.violations[0].severity,
+        Severity::Violation,
+        "{report}"
+    );
+    // Never answered: the client may have given up on it (a timeout, then an abort), so only
+    // a warning.
+    p.response = None;
+    let report = run_journal(&[p, end], &Checks::default());
+    assert_eq!(report.violations[0].severity, Severity::Warning, "{report}");
 }
