@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use common::transactions::{
-    add_offsets, add_partitions, end_txn, fetch_committed, init_producer_id, transactional_batch,
-    txn_offset_commit,
+    add_offsets, add_partitions_ok, end_txn, end_txn_ok, fetch_committed, init_ok, produce_txn_ok,
+    transactional_batch, txn_offset_commit,
 };
 use common::{code_is, same};
 use kafka_protocol::messages::ApiKey;
@@ -28,15 +28,6 @@ fn violations(report: &Report) -> Vec<&str> {
         .filter(|v| v.severity == Severity::Violation)
         .map(|v| v.kind.as_str())
         .collect()
-}
-
-/// InitProducerId for `transactional_id`: its (producer id, epoch).
-async fn init(client: &kmock_client::Client, transactional_id: &str) -> Result<(i64, i16)> {
-    let init = client
-        .send(init_producer_id(transactional_id, 60_000), 4)
-        .await?;
-    code_is("InitProducerId", init.error_code, None)?;
-    Ok((init.producer_id.0, init.producer_epoch))
 }
 
 /// One transaction of `transactional_id` committing (or aborting) `offset` for group g, t-0.
@@ -62,17 +53,14 @@ async fn commit_offset_in_txn(
         committed.topics[0].partitions[0].error_code,
         None,
     )?;
-    let end = client
-        .send(end_txn(transactional_id, pid, epoch, commit), 3)
-        .await?;
-    code_is("EndTxn", end.error_code, None)
+    end_txn_ok(client, transactional_id, (pid, epoch), commit).await
 }
 
 #[tokio::test]
 async fn a_committed_transaction_moving_a_group_s_offset_backwards_is_named() -> Result<()> {
     let (cluster, client) = common::start(1, &["t"], 1).await?;
-    let a = init(&client, "a").await?;
-    let b = init(&client, "b").await?;
+    let a = init_ok(&client, "a").await?;
+    let b = init_ok(&client, "b").await?;
     commit_offset_in_txn(&client, "a", a, 10, true).await?;
     // An aborted transaction's offset is dropped: never compared.
     commit_offset_in_txn(&client, "b", b, 3, false).await?;
@@ -106,27 +94,10 @@ async fn a_committed_transaction_moving_a_group_s_offset_backwards_is_named() ->
 #[tokio::test]
 async fn a_produce_after_end_txn_before_the_next_transaction_is_named() -> Result<()> {
     let (cluster, client) = common::start(1, &["t"], 1).await?;
-    let producer = init(&client, "tx").await?;
-    let add = client
-        .send(add_partitions("tx", producer.0, producer.1, "t", &[0]), 3)
-        .await?;
-    code_is(
-        "AddPartitionsToTxn",
-        add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
-        None,
-    )?;
-    let first = client
-        .send(transactional_batch("tx", "t", 0, producer, 0, 2), 9)
-        .await?;
-    code_is(
-        "Produce",
-        first.responses[0].partition_responses[0].error_code,
-        None,
-    )?;
-    let end = client
-        .send(end_txn("tx", producer.0, producer.1, true), 3)
-        .await?;
-    code_is("EndTxn", end.error_code, None)?;
+    let producer = init_ok(&client, "tx").await?;
+    add_partitions_ok(&client, "tx", producer, "t", &[0]).await?;
+    produce_txn_ok(&client, "tx", "t", 0, producer, 0, 2).await?;
+    end_txn_ok(&client, "tx", producer, true).await?;
     // The hanging transaction's Produce: after EndTxn, before another AddPartitionsToTxn.
     // kmock verifies it as Kafka 3.6+ does (KIP-890 part 1) and refuses it.
     let late = client
@@ -138,21 +109,9 @@ async fn a_produce_after_end_txn_before_the_next_transaction_is_named() -> Resul
         Some(InvalidTxnState),
     )?;
     // The next transaction begins: its Produce is in order.
-    client
-        .send(add_partitions("tx", producer.0, producer.1, "t", &[0]), 3)
-        .await?;
-    let next = client
-        .send(transactional_batch("tx", "t", 0, producer, 2, 1), 9)
-        .await?;
-    code_is(
-        "Produce",
-        next.responses[0].partition_responses[0].error_code,
-        None,
-    )?;
-    let end = client
-        .send(end_txn("tx", producer.0, producer.1, true), 3)
-        .await?;
-    code_is("EndTxn", end.error_code, None)?;
+    add_partitions_ok(&client, "tx", producer, "t", &[0]).await?;
+    produce_txn_ok(&client, "tx", "t", 0, producer, 2, 1).await?;
+    end_txn_ok(&client, "tx", producer, true).await?;
 
     let report = cluster.check(&Checks::default());
     same(
@@ -179,10 +138,8 @@ async fn a_produce_after_end_txn_before_the_next_transaction_is_named() -> Resul
 async fn an_end_txn_sent_while_a_produce_is_unanswered_is_named() -> Result<()> {
     let (cluster, client) = common::start(1, &["t"], 1).await?;
     let coordinator = kmock_client::Client::connect(cluster.brokers()[0].addr).await?;
-    let producer = init(&coordinator, "tx").await?;
-    coordinator
-        .send(add_partitions("tx", producer.0, producer.1, "t", &[0]), 3)
-        .await?;
+    let producer = init_ok(&coordinator, "tx").await?;
+    add_partitions_ok(&coordinator, "tx", producer, "t", &[0]).await?;
     // The Produce is applied and never answered; the connection stays open.
     cluster.add_rule(Rule::on(ApiKey::Produce).first(1).silence())?;
     let silenced = client.send(transactional_batch("tx", "t", 0, producer, 0, 2), 9);
@@ -228,23 +185,11 @@ async fn an_end_txn_sent_while_a_produce_is_unanswered_is_named() -> Result<()> 
 #[tokio::test]
 async fn a_transaction_answered_in_order_and_read_committed_is_clean() -> Result<()> {
     let (cluster, client) = common::start(1, &["t"], 1).await?;
-    let producer = init(&client, "tx").await?;
+    let producer = init_ok(&client, "tx").await?;
     for (commit, first) in [(false, 0), (true, 2)] {
-        client
-            .send(add_partitions("tx", producer.0, producer.1, "t", &[0]), 3)
-            .await?;
-        let p = client
-            .send(transactional_batch("tx", "t", 0, producer, first, 2), 9)
-            .await?;
-        code_is(
-            "Produce",
-            p.responses[0].partition_responses[0].error_code,
-            None,
-        )?;
-        let end = client
-            .send(end_txn("tx", producer.0, producer.1, commit), 3)
-            .await?;
-        code_is("EndTxn", end.error_code, None)?;
+        add_partitions_ok(&client, "tx", producer, "t", &[0]).await?;
+        produce_txn_ok(&client, "tx", "t", 0, producer, first, 2).await?;
+        end_txn_ok(&client, "tx", producer, commit).await?;
     }
     // A read_committed consumer reads across both: the abort is listed for it to drop.
     let fetched = fetch_committed(&client, 0).await?;

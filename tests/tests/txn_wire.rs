@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use common::transactions::{
-    add_offsets, add_partitions, end_txn, fetch_committed, init_producer_id, latest_offset,
-    transactional_batch, txn_offset_commit,
+    add_offsets, add_partitions, add_partitions_ok, end_txn, fetch_committed, init_producer_id,
+    latest_offset, transactional_batch, txn_offset_commit,
 };
 use common::{code_is, same};
 use kafka_protocol::ResponseError::*;
@@ -162,9 +162,7 @@ async fn a_new_instance_aborts_the_open_transaction_and_fences_the_old_one() -> 
     let (_cluster, client) = common::start(1, &["t"], 1).await?;
     let init = client.send(init_producer_id("tx", 60_000), 4).await?;
     let old = (init.producer_id.0, init.producer_epoch);
-    client
-        .send(add_partitions("tx", old.0, old.1, "t", &[0]), 3)
-        .await?;
+    add_partitions_ok(&client, "tx", old, "t", &[0]).await?;
     let answer = client
         .send(transactional_batch("tx", "t", 0, old, 0, 1), 9)
         .await?;

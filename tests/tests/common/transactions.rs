@@ -1,17 +1,14 @@
 //! Transaction API requests as a transactional producer sends them (transaction version 1), and
 //! transactional Produce requests.
 
-use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest, ProducerId,
     TransactionalId,
 };
-use kafka_protocol::records::{Compression, Record};
-use kmock_client::{encode_batch, record};
 
-use super::{name, text};
+use super::idempotent::producer_batch;
+use super::{code_is, name, text};
 
 /// A transactional id from a `&str`.
 pub fn txn_id(s: &str) -> TransactionalId {
@@ -65,29 +62,18 @@ pub fn transactional_batch(
     transactional_id: &str,
     topic: &str,
     partition: i32,
-    (producer_id, epoch): (i64, i16),
+    producer: (i64, i16),
     first: i32,
     count: usize,
 ) -> ProduceRequest {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            producer_id,
-            producer_epoch: epoch,
-            sequence: first + i as i32,
-            transactional: true,
-            ..record(b"k", b"v")
-        })
-        .collect();
-    let bytes: Bytes = encode_batch(&records, Compression::None).expect("an encodable batch");
-    ProduceRequest::default()
-        .with_transactional_id(Some(txn_id(transactional_id)))
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(name(topic))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(partition)
-                .with_records(Some(bytes))])])
+    producer_batch(
+        topic,
+        partition,
+        producer,
+        first,
+        count,
+        Some(transactional_id),
+    )
 }
 
 /// The latest offset of `topic`-`partition` as ListOffsets v5 answers it at `isolation_level`
@@ -181,4 +167,77 @@ pub async fn fetch_committed(
                 .with_log_start_offset(-1)
                 .with_partition_max_bytes(1 << 20)])]);
     Ok(client.send(fetch, 11).await?)
+}
+
+/// InitProducerId v4 for `transactional_id` (60 s transaction timeout): its (producer id,
+/// epoch). Fails unless answered without error.
+pub async fn init_ok(
+    client: &kmock_client::Client,
+    transactional_id: &str,
+) -> anyhow::Result<(i64, i16)> {
+    let init = client
+        .send(init_producer_id(transactional_id, 60_000), 4)
+        .await?;
+    code_is("InitProducerId", init.error_code, None)?;
+    Ok((init.producer_id.0, init.producer_epoch))
+}
+
+/// AddPartitionsToTxn v3 of `topic`-`partitions` to the transaction of `producer`. Fails unless
+/// every partition was added without error.
+pub async fn add_partitions_ok(
+    client: &kmock_client::Client,
+    transactional_id: &str,
+    (producer_id, epoch): (i64, i16),
+    topic: &str,
+    partitions: &[i32],
+) -> anyhow::Result<()> {
+    let added = client
+        .send(
+            add_partitions(transactional_id, producer_id, epoch, topic, partitions),
+            3,
+        )
+        .await?;
+    for t in &added.results_by_topic_v3_and_below {
+        for p in &t.results_by_partition {
+            code_is("AddPartitionsToTxn", p.partition_error_code, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// Produce v9 of a [`transactional_batch`]. Fails unless it was stored without error.
+pub async fn produce_txn_ok(
+    client: &kmock_client::Client,
+    transactional_id: &str,
+    topic: &str,
+    partition: i32,
+    producer: (i64, i16),
+    first: i32,
+    count: usize,
+) -> anyhow::Result<()> {
+    let produced = client
+        .send(
+            transactional_batch(transactional_id, topic, partition, producer, first, count),
+            9,
+        )
+        .await?;
+    code_is(
+        "Produce",
+        produced.responses[0].partition_responses[0].error_code,
+        None,
+    )
+}
+
+/// EndTxn v3 committing (`commit`) or aborting the transaction of `producer`. Fails unless
+/// answered without error.
+pub async fn end_txn_ok(
+    client: &kmock_client::Client,
+    transactional_id: &str,
+    (producer_id, epoch): (i64, i16),
+    commit: bool,
+) -> anyhow::Result<()> {
+    let end = client
+        .send(end_txn(transactional_id, producer_id, epoch, commit), 3)
+        .await?;
+    code_is("EndTxn", end.error_code, None)
 }
