@@ -322,6 +322,15 @@ impl fmt::Display for Report {
     }
 }
 
+/// Kafka's name of an error code, with the code: `NOT_COORDINATOR (16)`; `error N` for a
+/// code Kafka does not define.
+pub(crate) fn error_name(code: i16) -> String {
+    match kafka_protocol::ResponseError::try_from_code(code) {
+        Some(e) => format!("{} ({code})", crate::scenario::screaming(&format!("{e:?}"))),
+        None => format!("error {code}"),
+    }
+}
+
 /// Whether a request the journal holds without an answer was nevertheless applied: a fault
 /// that applies and then drops the answer fired on it.
 pub(crate) fn applied_unanswered(entry: &Entry) -> bool {

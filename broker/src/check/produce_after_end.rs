@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::{applied_unanswered, ended_txn, Checks, EntryRef, Severity, Violation};
+use super::{applied_unanswered, ended_txn, error_name, Checks, EntryRef, Severity, Violation};
 use crate::journal::{Entry, RequestSummary};
 
 /// Runs `produce-after-end-txn`.
@@ -97,13 +97,5 @@ fn began(entry: &Entry) -> bool {
             None => applied_unanswered(entry),
         },
         _ => false,
-    }
-}
-
-/// Kafka's name of an error code, with the code.
-fn error_name(code: i16) -> String {
-    match kafka_protocol::ResponseError::try_from_code(code) {
-        Some(e) => format!("{e:?} ({code})"),
-        None => format!("error {code}"),
     }
 }

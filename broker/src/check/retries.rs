@@ -34,7 +34,6 @@ use std::collections::HashMap;
 
 use super::{applied_unanswered, sequence_ahead, Checks, EntryRef, Severity, Violation};
 use crate::journal::{Entry, ProducePartition, RequestSummary};
-use crate::scenario::screaming;
 
 /// Failed batches of one producer and partition kept waiting for their resend; past it the
 /// oldest are forgotten (a producer that gave up on them).
@@ -253,10 +252,7 @@ fn reorder(failed: Sent<'_>, later: &Sent<'_>, resend: Sent<'_>) -> Violation {
         format!("{}-{}", b.topic, b.partition),
     );
     let why = match b.error_code {
-        Some(code) => match kafka_protocol::ResponseError::try_from_code(code) {
-            Some(e) => format!("was refused with {} ({code})", screaming(&format!("{e:?}"))),
-            None => format!("was refused with error {code}"),
-        },
+        Some(code) => format!("was refused with {}", super::error_name(code)),
         None => "got no answer (its connection closed)".to_owned(),
     };
     let offset = |s: &Sent<'_>| {

@@ -38,7 +38,8 @@
 use std::collections::HashMap;
 
 use super::{
-    applied_unanswered, sequence_ahead, Checks, EntryRef, Severity, Violation, SEQUENCE_SPACE,
+    applied_unanswered, error_name, sequence_ahead, Checks, EntryRef, Severity, Violation,
+    SEQUENCE_SPACE,
 };
 use crate::journal::{Entry, RequestSummary};
 pub use crate::state::producer_state::BATCHES_RETAINED;
@@ -290,18 +291,6 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
         .filter(|a| checks.runs(a.kind))
         .map(|a| verdict(a, &stored, &first_stored))
         .collect()
-}
-
-/// Kafka's name of the error codes a Produce batch meets here.
-fn error_name(code: i16) -> String {
-    let name = match code {
-        OUT_OF_ORDER_SEQUENCE_NUMBER => "OUT_OF_ORDER_SEQUENCE_NUMBER",
-        47 => "INVALID_PRODUCER_EPOCH",
-        59 => "UNKNOWN_PRODUCER_ID",
-        87 => "INVALID_RECORD",
-        _ => "error",
-    };
-    format!("{name} ({code})")
 }
 
 /// The finding an anomaly makes once its outcome is known: a warning when kmock answered
