@@ -82,7 +82,7 @@ async fn a_commit_refused_not_coordinator_and_sent_again_without_find_coordinato
     assert_eq!(
         found[0].message,
         format!(
-            "OffsetCommit seq {} (conn {}, broker 1) from client \"app\" for group moved was answered NOT_COORDINATOR; the client sent it {RETRIES} more times (the last seq {}, conn {}) without a FindCoordinator request, the recovery step Kafka's protocol defines",
+            "OffsetCommit seq {} (conn {}, broker 1) from client \"app\" for group moved was answered NOT_COORDINATOR (16); the client sent it {RETRIES} more times (the last seq {}, conn {}) without a FindCoordinator request, the recovery step Kafka's protocol defines",
             first.seq, first.conn, last.seq, last.conn
         )
     );
@@ -213,7 +213,7 @@ async fn a_produce_to_a_moved_leader_sent_again_without_metadata_is_stuck_and_wi
     assert!(
         found[0]
             .message
-            .contains("was answered NOT_LEADER_OR_FOLLOWER; the client sent it 3 more times")
+            .contains("was answered NOT_LEADER_OR_FOLLOWER (6); the client sent it 3 more times")
             && found[0].message.contains("without a Metadata request"),
         "{}",
         found[0].message

@@ -237,7 +237,7 @@ async fn librdkafka_1_4_0_keeps_committing_to_the_old_coordinator_and_is_a_stuck
         assert_eq!(
             verdict.message,
             format!(
-                "OffsetCommit seq {} (conn {}, broker {}) from client {CLIENT_ID:?} for group {GROUP} was answered NOT_COORDINATOR; the client sent it {} more times (the last seq {}, conn {}) without a FindCoordinator request, the recovery step Kafka's protocol defines",
+                "OffsetCommit seq {} (conn {}, broker {}) from client {CLIENT_ID:?} for group {GROUP} was answered NOT_COORDINATOR (16); the client sent it {} more times (the last seq {}, conn {}) without a FindCoordinator request, the recovery step Kafka's protocol defines",
                 first.seq,
                 first.conn,
                 run.from,

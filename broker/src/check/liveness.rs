@@ -42,7 +42,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use super::{Checks, EntryRef, Severity, Violation};
+use super::{error_name, Checks, EntryRef, Severity, Violation};
 use crate::journal::{Entry, RequestSummary};
 
 /// The recovery step Kafka's protocol prescribes after an error.
@@ -87,21 +87,6 @@ impl fmt::Display for Step {
             Self::JoinGroup => "a JoinGroup request",
             Self::NewEpoch => "a new producer epoch or id (InitProducerId)",
         })
-    }
-}
-
-/// Kafka's name of an error code with a recovery step.
-fn error_name(code: i16) -> String {
-    match code {
-        3 => "UNKNOWN_TOPIC_OR_PARTITION".into(),
-        6 => "NOT_LEADER_OR_FOLLOWER".into(),
-        15 => "COORDINATOR_NOT_AVAILABLE".into(),
-        16 => "NOT_COORDINATOR".into(),
-        22 => "ILLEGAL_GENERATION".into(),
-        25 => "UNKNOWN_MEMBER_ID".into(),
-        45 => "OUT_OF_ORDER_SEQUENCE_NUMBER".into(),
-        74 => "FENCED_LEADER_EPOCH".into(),
-        other => format!("error {other}"),
     }
 }
 
