@@ -1,0 +1,339 @@
+//! The Java client's exactly-once path (kafka-clients 4.4.0, `fixtures/clients/java`) against
+//! kmock's transaction coordinator.
+//!
+//! `TransactionalCopy` is the consume-transform-produce loop of the client's documentation: a
+//! consumer in a group with `isolation.level=read_committed`, a producer with a
+//! `transactional.id`, each poll's records copied to the output topic in one transaction that
+//! also commits the consumer's offsets (`sendOffsetsToTransaction(offsets,
+//! consumer.groupMetadata())`). It runs under an answer lost after a Produce was applied, an
+//! answer lost after an EndTxn was applied, and a move of its transaction coordinator between
+//! two rounds of input; afterwards the output, read read_committed, holds each input record
+//! exactly once, the group's committed offsets are the input's end offsets, and every check is
+//! clean. `ZombieFencing` and `TransactionTimeout` show a producer fenced by a second one with
+//! the same transactional id, and a transaction left open past its timeout aborted.
+//!
+//! Written to hold under transaction version 1 and 2 alike: nothing assumes the producer epoch
+//! stays fixed across transactions, and where the Java client's error depends on the version
+//! (a zombie's Produce is refused by the partition under version 2, its AddPartitionsToTxn by
+//! the coordinator under version 1) both of the client's documented outcomes are accepted.
+//!
+//! Every verdict is about outcomes, not time: the faults fire on request counts, the move waits
+//! for journal entries, the second round of input is written only after the move, and each
+//! limit below is a hang guard.
+
+mod common;
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use common::exactly_once::{
+    clean_with_transaction_checks, committed_offsets, copied_exactly_once, end_txn_ok,
+    produce_values, read_values, round_values,
+};
+use kafka_protocol::messages::ApiKey;
+use kmock::journal::ClusterOperation;
+use kmock::{Cluster, Rule};
+use kmock_tests::java_client::{self, JavaClients, Output};
+use kmock_tests::rules_fired;
+
+/// The kafka-clients release the programs are built against.
+const RELEASE: &str = "4.4.0";
+/// A hang guard for a program run: a run takes seconds.
+const PROGRAM_LIMIT: Duration = Duration::from_secs(300);
+/// A hang guard for each wait on the journal and each read.
+const HANG_GUARD: Duration = Duration::from_secs(120);
+const INPUT: &str = "in";
+const OUTPUT: &str = "out";
+const PARTITIONS: i32 = 3;
+/// Input records per partition in each of the two rounds.
+const PER_ROUND: usize = 30;
+
+/// A cluster of three brokers with the input and output topics.
+async fn cluster() -> Result<Cluster> {
+    Ok(Cluster::builder()
+        .brokers(3)
+        .topic(INPUT, PARTITIONS)
+        .topic(OUTPUT, PARTITIONS)
+        .port(0)
+        .start()
+        .await?)
+}
+
+/// The programs, built against [`RELEASE`], checked to run it.
+fn programs() -> Result<JavaClients> {
+    java_client::build(RELEASE)
+}
+
+/// Fails unless `out` ran kafka-clients [`RELEASE`].
+fn ran_release(out: &Output) -> Result<()> {
+    let started = out.last("start").context("no start event")?;
+    ensure!(
+        started["kafka_clients"] == RELEASE,
+        "the program ran kafka-clients {}, not {RELEASE}",
+        started["kafka_clients"]
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_transform_produce_copies_each_record_once_through_lost_answers_and_a_coordinator_move(
+) -> Result<()> {
+    let clients = programs()?;
+    let cluster = cluster().await?;
+    let bootstrap = cluster.bootstrap();
+    let (group, txn_id) = ("copier", "copier-txn");
+    // The third Produce to the output and the second EndTxn are applied, and their answers
+    // lost: the client must retry the Produce as a duplicate and the EndTxn as a retry.
+    cluster.add_rule(
+        Rule::on(ApiKey::Produce)
+            .named("produce-answer-lost")
+            .topic(OUTPUT)
+            .nth(3)
+            .disconnect_after_apply(),
+    )?;
+    cluster.add_rule(
+        Rule::on(ApiKey::EndTxn)
+            .named("end-txn-answer-lost")
+            .nth(2)
+            .disconnect_after_apply(),
+    )?;
+    let first = round_values(1, PARTITIONS, PER_ROUND);
+    produce_values(&bootstrap, INPUT, &first).await?;
+    let records = (2 * PER_ROUND * PARTITIONS as usize).to_string();
+    let args: Vec<String> = [
+        "--bootstrap",
+        &bootstrap,
+        "--input",
+        INPUT,
+        "--output",
+        OUTPUT,
+        "--group",
+        group,
+        "--transactional-id",
+        txn_id,
+        "--records",
+        &records,
+        "--max-poll-records",
+        "10",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let program = {
+        let clients = clients.clone();
+        tokio::spawn(async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            clients.run("TransactionalCopy", &args, PROGRAM_LIMIT).await
+        })
+    };
+
+    // Both faults fired (the first round is at least nine transactions of at most ten records,
+    // each with a Produce, so they fire within it), then a transaction committed after both.
+    let produce_lost = cluster
+        .wait_for(|e| e.is("Produce") && !e.faults.is_empty(), HANG_GUARD)
+        .await?;
+    let end_lost = cluster
+        .wait_for(|e| e.is("EndTxn") && !e.faults.is_empty(), HANG_GUARD)
+        .await?;
+    let after = produce_lost.seq.max(end_lost.seq);
+    cluster
+        .wait_for(|e| e.seq > after && end_txn_ok(e), HANG_GUARD)
+        .await?;
+    // Move the coordinator, then write the second round: the program cannot finish without
+    // committing transactions at the new coordinator.
+    let old = cluster.transaction_coordinator(txn_id);
+    let new = old % 3 + 1;
+    cluster.move_transaction_coordinator(txn_id, new)?;
+    let second = round_values(2, PARTITIONS, PER_ROUND);
+    produce_values(&bootstrap, INPUT, &second).await?;
+
+    let out = program.await??;
+    let fired = rules_fired(&cluster)?;
+    ran_release(&out)?;
+    let done = out.last("done");
+    ensure!(
+        out.status.success()
+            && done.is_some_and(|d| d["copied"] == records.parse::<u64>().unwrap()),
+        "TransactionalCopy ({fired}):\n{out}"
+    );
+
+    let input: Vec<Vec<String>> = first
+        .iter()
+        .zip(&second)
+        .map(|(a, b)| [a.clone(), b.clone()].concat())
+        .collect();
+    let output = read_values(&bootstrap, OUTPUT, PARTITIONS, "read_committed", HANG_GUARD).await?;
+    copied_exactly_once(&input, &output).with_context(|| format!("{fired}\n{out}"))?;
+    // The group's offsets are the input's end offsets: each partition was written 2 × 30
+    // records by a plain producer, so its end offset is 60.
+    let committed = committed_offsets(&bootstrap, group, INPUT, PARTITIONS, HANG_GUARD)?;
+    ensure!(
+        committed == vec![(2 * PER_ROUND) as i64; PARTITIONS as usize],
+        "the group's committed offsets {committed:?}, expected the input's end offsets"
+    );
+
+    // Transactions went on at the new coordinator after the move.
+    let journal = cluster.journal();
+    let moved = journal
+        .entries()
+        .iter()
+        .find(|e| {
+            matches!(
+                e.operation,
+                Some(ClusterOperation::MoveTransactionCoordinator { .. })
+            )
+        })
+        .context("the move is journaled")?
+        .seq;
+    let at_new = journal
+        .api("EndTxn")
+        .filter(|e| e.seq > moved && e.broker == new && end_txn_ok(e))
+        .count();
+    ensure!(
+        at_new > 0,
+        "no transaction committed at the new coordinator {new} (the old one was {old})"
+    );
+    let report = clean_with_transaction_checks(&cluster)?;
+    let transactions = journal.api("EndTxn").filter(|e| end_txn_ok(e)).count();
+    println!(
+        "kafka-clients {RELEASE} TransactionalCopy: {:.2?}, {records} records copied in {} \
+         transactions ({} aborted by the program), {transactions} EndTxn answered NONE, {at_new} \
+         after the move at broker {new}; {fired}; {} warnings",
+        out.took,
+        done.map_or(serde_json::Value::Null, |d| d["transactions"].clone()),
+        done.map_or(serde_json::Value::Null, |d| d["aborted"].clone()),
+        report.count(kmock::check::Severity::Warning),
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_producer_with_the_same_transactional_id_fences_the_first() -> Result<()> {
+    let clients = programs()?;
+    let cluster = cluster().await?;
+    let bootstrap = cluster.bootstrap();
+    let args = [
+        "--bootstrap",
+        &bootstrap,
+        "--topic",
+        OUTPUT,
+        "--transactional-id",
+        "zombie-txn",
+    ];
+    let out = clients.run("ZombieFencing", &args, PROGRAM_LIMIT).await?;
+    ran_release(&out)?;
+    ensure!(
+        out.status.success() && out.last("done").is_some(),
+        "ZombieFencing:\n{out}"
+    );
+    let class = |event: &str| out.last(event).map(|e| e["error"]["class"].clone());
+    ensure!(
+        out.last("committed")
+            .is_some_and(|e| e["who"] == "successor")
+            && out
+                .events
+                .iter()
+                .all(|e| e["who"] != "zombie" || e["event"] != "committed"),
+        "the successor commits, the zombie never:\n{out}"
+    );
+    // The zombie's send to a partition new to its transaction is refused as fenced: by the
+    // coordinator's AddPartitionsToTxn under transaction version 1 (ProducerFencedException,
+    // fatal); under version 2 the partition's Produce answers INVALID_PRODUCER_EPOCH, which
+    // the client treats as abortable, and its abort is refused as fenced.
+    let send = class("send_failed");
+    let fenced = serde_json::json!("ProducerFencedException");
+    ensure!(
+        send.as_ref() == Some(&fenced)
+            || (send == Some(serde_json::json!("InvalidProducerEpochException"))
+                && class("abort_failed").as_ref() == Some(&fenced)),
+        "the zombie's next send fails as fenced:\n{out}"
+    );
+    ensure!(
+        class("commit_failed").is_some(),
+        "the zombie's commit fails:\n{out}"
+    );
+
+    let committed =
+        read_values(&bootstrap, OUTPUT, PARTITIONS, "read_committed", HANG_GUARD).await?;
+    ensure!(
+        committed == [vec!["successor-0".to_owned()], vec![], vec![]],
+        "read_committed sees the successor's record only: {committed:?}"
+    );
+    let report = clean_with_transaction_checks(&cluster)?;
+    println!(
+        "kafka-clients {RELEASE} ZombieFencing: {:.2?}; send {send:?}, commit {:?}, abort {:?}; \
+         {} warnings",
+        out.took,
+        class("commit_failed"),
+        class("abort_failed"),
+        report.count(kmock::check::Severity::Warning),
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_left_open_past_its_timeout_is_aborted() -> Result<()> {
+    let clients = programs()?;
+    let cluster = cluster().await?;
+    let bootstrap = cluster.bootstrap();
+    // One second: the program waits for the abort as an event (the last stable offset moving
+    // past its record), so the figure only sets how soon it comes.
+    let args = [
+        "--bootstrap",
+        &bootstrap,
+        "--topic",
+        OUTPUT,
+        "--transactional-id",
+        "idle-txn",
+        "--timeout-ms",
+        "1000",
+    ];
+    let out = clients
+        .run("TransactionTimeout", &args, PROGRAM_LIMIT)
+        .await?;
+    ran_release(&out)?;
+    ensure!(
+        out.status.success() && out.last("ended").is_some() && out.last("done").is_some(),
+        "TransactionTimeout:\n{out}"
+    );
+    // The coordinator aborted it and fenced the producer (an epoch bump), so the commit that
+    // comes after is refused.
+    let commit = out
+        .last("commit_failed")
+        .map(|e| e["error"]["class"].clone());
+    ensure!(
+        commit == Some(serde_json::json!("ProducerFencedException")),
+        "the late commit is refused as fenced:\n{out}"
+    );
+    let committed =
+        read_values(&bootstrap, OUTPUT, PARTITIONS, "read_committed", HANG_GUARD).await?;
+    let everything = read_values(
+        &bootstrap,
+        OUTPUT,
+        PARTITIONS,
+        "read_uncommitted",
+        HANG_GUARD,
+    )
+    .await?;
+    ensure!(
+        committed.iter().all(Vec::is_empty) && everything[0] == ["expired"],
+        "the record of the aborted transaction: read_committed {committed:?}, read_uncommitted \
+         {everything:?}"
+    );
+    // The abort marker follows the record: the last stable offset the program saw is 2.
+    ensure!(
+        out.last("ended").unwrap()["last_stable_offset"] == 2,
+        "record, then abort marker:\n{out}"
+    );
+    let report = clean_with_transaction_checks(&cluster)?;
+    println!(
+        "kafka-clients {RELEASE} TransactionTimeout: {:.2?} ({} ms from the send to the abort \
+         seen); {} warnings",
+        out.took,
+        out.last("ended").unwrap()["waited_ms"],
+        report.count(kmock::check::Severity::Warning),
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
