@@ -31,7 +31,7 @@ use common::exactly_once::{
     produce_values, read_values, round_values,
 };
 use kafka_protocol::messages::ApiKey;
-use kmock::journal::ClusterOperation;
+use kmock::journal::{ClusterOperation, RequestSummary};
 use kmock::{Cluster, Rule};
 use kmock_tests::java_client::{self, JavaClients, Output};
 use kmock_tests::rules_fired;
@@ -171,8 +171,45 @@ async fn consume_transform_produce_copies_each_record_once_through_lost_answers_
         "the group's committed offsets {committed:?}, expected the input's end offsets"
     );
 
-    // Transactions went on at the new coordinator after the move.
+    // The lost answers were recovered as Kafka's protocol has it: each batch of the Produce
+    // was sent again (same producer id, epoch, sequence and CRC) and answered NONE as a
+    // duplicate (the output holds it once), and the EndTxn was repeated, before any step of a
+    // next transaction, and answered NONE.
     let journal = cluster.journal();
+    let batches = journal.produce_batches();
+    for lost in batches.iter().filter(|b| b.entry.seq == produce_lost.seq) {
+        let l = &lost.batch;
+        ensure!(
+            batches.iter().any(|b| b.entry.seq > lost.entry.seq
+                && (
+                    b.batch.partition,
+                    b.batch.producer_id,
+                    b.batch.producer_epoch
+                ) == (l.partition, l.producer_id, l.producer_epoch)
+                && (b.batch.base_sequence, b.batch.crc) == (l.base_sequence, l.crc)
+                && b.batch.error_code == Some(0)),
+            "no retry of {OUTPUT}-{} sequence {} answered NONE after the lost answer",
+            l.partition,
+            l.base_sequence
+        );
+    }
+    let next_step = journal
+        .entries()
+        .iter()
+        .find(|e| {
+            e.seq > end_lost.seq
+                && ["EndTxn", "AddPartitionsToTxn", "AddOffsetsToTxn"]
+                    .iter()
+                    .any(|api| e.is(api))
+        })
+        .context("nothing after the lost EndTxn")?;
+    ensure!(
+        end_txn_ok(next_step)
+            && matches!(&next_step.request, Some(RequestSummary::EndTxn(s)) if s.committed),
+        "the lost EndTxn was not repeated and answered NONE: {next_step:?}"
+    );
+
+    // Transactions went on at the new coordinator after the move.
     let moved = journal
         .entries()
         .iter()
