@@ -4,6 +4,7 @@
 //! (read_committed, TxnOffsetCommit with the group's generation and member id). Two members
 //! start; once both have committed, a third joins, and the group rebalances while the first
 //! round of input is being copied; the second round is written once the third member fetches.
+//! Meanwhile the answers of a Produce and of an EndTxn are lost after they were applied.
 //! Afterwards the output, read read_committed, holds each input record exactly once, the
 //! group's committed offsets are the input's end offsets, and every check is clean.
 //!
@@ -24,9 +25,11 @@ use common::exactly_once::{
     clean_with_transaction_checks, committed_offsets, copied_exactly_once, end_txn_ok,
     produce_values, read_values, round_values,
 };
+use kafka_protocol::messages::ApiKey;
 use kmock::journal::RequestSummary;
-use kmock::{Cluster, Entry};
+use kmock::{Cluster, Entry, Rule};
 use kmock_tests::go_client::{self, Output};
+use kmock_tests::rules_fired;
 use tokio::task::JoinHandle;
 
 /// A hang guard for a member's run: a run takes seconds.
@@ -100,6 +103,22 @@ async fn group_transact_sessions_copy_each_record_once_through_a_rebalance() -> 
         .await?;
     let bootstrap = cluster.bootstrap();
     let records = 2 * PER_ROUND * PARTITIONS as usize;
+    // The answers of the third Produce to the output and of the second EndTxn are lost after
+    // they were applied (the members end at least 24 transactions, each with a Produce): a
+    // member must retry the batch as a duplicate and repeat the EndTxn.
+    cluster.add_rule(
+        Rule::on(ApiKey::Produce)
+            .named("produce-answer-lost")
+            .topic(OUTPUT)
+            .nth(3)
+            .disconnect_after_apply(),
+    )?;
+    cluster.add_rule(
+        Rule::on(ApiKey::EndTxn)
+            .named("end-txn-answer-lost")
+            .nth(2)
+            .disconnect_after_apply(),
+    )?;
 
     let a = member(&binary, &bootstrap, "a", records);
     let b = member(&binary, &bootstrap, "b", records);
@@ -141,6 +160,7 @@ async fn group_transact_sessions_copy_each_record_once_through_a_rebalance() -> 
         );
         outs.push((name, out));
     }
+    let fired = rules_fired(&cluster)?;
     let all_events = || {
         outs.iter()
             .map(|(name, out)| format!("member {name}:\n{out}"))
@@ -199,7 +219,7 @@ async fn group_transact_sessions_copy_each_record_once_through_a_rebalance() -> 
         .collect();
     println!(
         "franz-go v1.22.3 GroupTransactSession: {}; {records} records; generations up to \
-         {generations}; {} EndTxn answered NONE; {} warnings",
+         {generations}; {} EndTxn answered NONE; {fired}; {} warnings",
         figures.join("; "),
         journal.api("EndTxn").filter(|e| end_txn_ok(e)).count(),
         report.count(kmock::check::Severity::Warning),
