@@ -13,9 +13,10 @@
 //! the same transactional id, and a transaction left open past its timeout aborted.
 //!
 //! Written to hold under transaction version 1 and 2 alike: nothing assumes the producer epoch
-//! stays fixed across transactions, and where the Java client's error depends on the version
-//! (a zombie's Produce is refused by the partition under version 2, its AddPartitionsToTxn by
-//! the coordinator under version 1) both of the client's documented outcomes are accepted.
+//! stays fixed across transactions, and where the Java client's errors depend on the version
+//! (read from the journal: the client sends EndTxn v5 only under version 2), each version's
+//! are pinned as kafka-clients 4.4.0 met them on a real Kafka 4.4.0 node (`fixtures/kafka`),
+//! run once with `transaction.version` 2, its default, and once downgraded to 1.
 //!
 //! Every verdict is about outcomes, not time: the faults fire on request counts, the move waits
 //! for journal entries, the second round of input is written only after the move, and each
@@ -62,6 +63,30 @@ async fn cluster() -> Result<Cluster> {
 /// The programs, built against [`RELEASE`], checked to run it.
 fn programs() -> Result<JavaClients> {
     java_client::build(RELEASE)
+}
+
+/// Whether the Java client ran transaction version 2 against `cluster`: it sends EndTxn v5 only
+/// then (KIP-890 part 2), v4 at most under version 1.
+fn transaction_version_2(cluster: &Cluster) -> bool {
+    cluster
+        .journal()
+        .api("EndTxn")
+        .any(|e| e.version.is_some_and(|v| v >= 5))
+}
+
+/// The exception class names of the program's `events`, as `(event, class)`, in order: the
+/// outcome the tests pin.
+fn failures(out: &Output, events: &[&str]) -> Vec<(String, String)> {
+    out.events
+        .iter()
+        .filter(|e| events.iter().any(|kind| e["event"] == *kind))
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap_or_default().to_owned(),
+                e["error"]["class"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
 }
 
 /// Fails unless `out` ran kafka-clients [`RELEASE`].
@@ -263,7 +288,6 @@ async fn a_second_producer_with_the_same_transactional_id_fences_the_first() -> 
         out.status.success() && out.last("done").is_some(),
         "ZombieFencing:\n{out}"
     );
-    let class = |event: &str| out.last(event).map(|e| e["error"]["class"].clone());
     ensure!(
         out.last("committed")
             .is_some_and(|e| e["who"] == "successor")
@@ -273,21 +297,34 @@ async fn a_second_producer_with_the_same_transactional_id_fences_the_first() -> 
                 .all(|e| e["who"] != "zombie" || e["event"] != "committed"),
         "the successor commits, the zombie never:\n{out}"
     );
-    // The zombie's send to a partition new to its transaction is refused as fenced: by the
-    // coordinator's AddPartitionsToTxn under transaction version 1 (ProducerFencedException,
-    // fatal); under version 2 the partition's Produce answers INVALID_PRODUCER_EPOCH, which
-    // the client treats as abortable, and its abort is refused as fenced.
-    let send = class("send_failed");
-    let fenced = serde_json::json!("ProducerFencedException");
+    // The zombie's send to a partition new to its transaction, then its commit and its abort,
+    // fail as kafka-clients 4.4.0 fails them against Kafka 4.4.0 (both versions run on a real
+    // node): under transaction version 1 the coordinator refuses the AddPartitionsToTxn as
+    // fenced, a fatal error every later call repeats; under version 2 the partition refuses
+    // the Produce with INVALID_PRODUCER_EPOCH, an abortable error the commit repeats, and the
+    // abort's EndTxn is refused as fenced.
+    let tv2 = transaction_version_2(&cluster);
+    let expected = if tv2 {
+        [
+            "InvalidProducerEpochException",
+            "InvalidProducerEpochException",
+            "ProducerFencedException",
+        ]
+    } else {
+        ["ProducerFencedException"; 3]
+    };
+    let steps = ["send_failed", "commit_failed", "abort_failed"];
+    let expected: Vec<(String, String)> = steps
+        .iter()
+        .zip(expected)
+        .map(|(event, class)| ((*event).to_owned(), class.to_owned()))
+        .collect();
+    let got = failures(&out, &steps);
     ensure!(
-        send.as_ref() == Some(&fenced)
-            || (send == Some(serde_json::json!("InvalidProducerEpochException"))
-                && class("abort_failed").as_ref() == Some(&fenced)),
-        "the zombie's next send fails as fenced:\n{out}"
-    );
-    ensure!(
-        class("commit_failed").is_some(),
-        "the zombie's commit fails:\n{out}"
+        got == expected,
+        "the zombie's send, commit and abort (transaction version {}): got {got:?}, expected \
+         {expected:?}:\n{out}",
+        if tv2 { 2 } else { 1 }
     );
 
     let committed =
@@ -298,11 +335,10 @@ async fn a_second_producer_with_the_same_transactional_id_fences_the_first() -> 
     );
     let report = clean_with_transaction_checks(&cluster)?;
     println!(
-        "kafka-clients {RELEASE} ZombieFencing: {:.2?}; send {send:?}, commit {:?}, abort {:?}; \
-         {} warnings",
+        "kafka-clients {RELEASE} ZombieFencing: {:.2?}; transaction version {}: {got:?}; {} \
+         warnings",
         out.took,
-        class("commit_failed"),
-        class("abort_failed"),
+        if tv2 { 2 } else { 1 },
         report.count(kmock::check::Severity::Warning),
     );
     cluster.shutdown().await;
@@ -337,13 +373,21 @@ async fn a_transaction_left_open_past_its_timeout_is_aborted() -> Result<()> {
         "TransactionTimeout:\n{out}"
     );
     // The coordinator aborted it and fenced the producer (an epoch bump), so the commit that
-    // comes after is refused.
-    let commit = out
-        .last("commit_failed")
-        .map(|e| e["error"]["class"].clone());
+    // comes after is refused as kafka-clients 4.4.0 sees it refused by Kafka 4.4.0 (both
+    // versions run on a real node): fenced under transaction version 1; INVALID_TXN_STATE
+    // under version 2, whose EndTxn takes the epoch just below the bumped one for a retry of
+    // the transaction that ended, and a commit of an aborted one is no retry.
+    let tv2 = transaction_version_2(&cluster);
+    let expected = if tv2 {
+        "InvalidTxnStateException"
+    } else {
+        "ProducerFencedException"
+    };
+    let got = failures(&out, &["commit_failed"]);
     ensure!(
-        commit == Some(serde_json::json!("ProducerFencedException")),
-        "the late commit is refused as fenced:\n{out}"
+        got == [("commit_failed".to_owned(), expected.to_owned())],
+        "the late commit (transaction version {}): got {got:?}, expected {expected}:\n{out}",
+        if tv2 { 2 } else { 1 }
     );
     let committed =
         read_values(&bootstrap, OUTPUT, PARTITIONS, "read_committed", HANG_GUARD).await?;
@@ -371,7 +415,8 @@ async fn a_transaction_left_open_past_its_timeout_is_aborted() -> Result<()> {
     let report = clean_with_transaction_checks(&cluster)?;
     println!(
         "kafka-clients {RELEASE} TransactionTimeout: {:.2?} ({} ms from the send to the abort \
-         seen, timeout {} ms, {} attempts too late); {} warnings",
+         seen, timeout {} ms, {} attempts too late); transaction version {}, commit refused \
+         with {expected}; {} warnings",
         out.took,
         out.last("ended").unwrap()["waited_ms"],
         sent["timeout_ms"],
@@ -379,6 +424,7 @@ async fn a_transaction_left_open_past_its_timeout_is_aborted() -> Result<()> {
             .iter()
             .filter(|e| e["event"] == "too_late")
             .count(),
+        if tv2 { 2 } else { 1 },
         report.count(kmock::check::Severity::Warning),
     );
     cluster.shutdown().await;
