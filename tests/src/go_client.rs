@@ -1,6 +1,7 @@
 //! The Go client programs of `fixtures/clients/go` (Sarama's consumer group and idempotent
 //! async producer): built for a chosen Sarama version and run as child processes that print
-//! what they did as JSON lines.
+//! what they did as JSON lines; and programs that are Go modules of their own in a
+//! subdirectory (franz-go's exactly-once member, `franz-eos`), built by [`build_module`].
 //!
 //! A version is built with the module file that pins it: `go.<version>.mod` with its
 //! `go.<version>.sum`, or `go.mod` for the version it requires (the newest). Modules come from
@@ -89,6 +90,40 @@ pub fn build(program: &str, sarama: &str) -> Result<PathBuf> {
             &format!("./{program}"),
         ])
         .map(drop)
+    })
+}
+
+/// The program of `fixtures/clients/go/<module>`, a Go module of its own (its `go.mod` and
+/// `go.sum` beside its sources, e.g. `"franz-eos"` on franz-go), built now unless cached.
+///
+/// # Errors
+/// No Go toolchain, or a failed build (with Go's output).
+pub fn build_module(module: &str) -> Result<PathBuf> {
+    let dir = go_dir().join(module);
+    let mut inputs = build_cache::files(&dir, &|p| p.extension().is_some_and(|e| e == "go"))?;
+    inputs.extend([dir.join("go.mod"), dir.join("go.sum")]);
+    let build = Build {
+        kind: "go-clients",
+        name: module,
+        key: (module, go(&["version"])?),
+        inputs: &inputs,
+    };
+    build.get_or_build(|partial| {
+        let out = std::process::Command::new("go")
+            .args(["build", "-buildvcs=false", "-o"])
+            .arg(partial)
+            .arg(".")
+            .current_dir(&dir)
+            .output()
+            .context("running the Go toolchain (`go`): Go 1.26 or later must be installed")?;
+        ensure!(
+            out.status.success(),
+            "go build in {} failed ({}):\n{}",
+            dir.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
     })
 }
 

@@ -6,38 +6,24 @@
 //! coordinator moves mid-way commits at the new one. Every run leaves every check clean,
 //! the transaction checks included.
 
+mod common;
+
 use std::time::Duration;
 
+use common::exactly_once::{clean_with_transaction_checks, read_values};
 use kmock::journal::RequestSummary;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
 /// Generous bound on each client call: it only turns a hang into a failure.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
-/// The transaction checks kmock has, each of which must have run and found nothing.
-const TRANSACTION_CHECKS: [&str; 4] = [
-    "txn-offset-commit-regression",
-    "produce-after-end-txn",
-    "end-txn-with-produce-in-flight",
-    "read-committed-saw-aborted",
-];
-
 /// Every check clean (warnings allowed), and the transaction checks ran without a finding.
 fn assert_clean_with_transaction_checks(cluster: &kmock::Cluster) {
-    let report = cluster.check(&kmock::Checks::default());
-    report.assert_clean();
-    for kind in TRANSACTION_CHECKS {
-        assert!(
-            report.checks.iter().any(|c| c == kind),
-            "{kind} ran:\n{report}"
-        );
-        assert_eq!(report.of_kind(kind).count(), 0, "{kind}:\n{report}");
-    }
+    clean_with_transaction_checks(cluster).unwrap();
 }
 
 fn transactional_producer(bootstrap: &str, transactional_id: &str) -> FutureProducer {
@@ -68,41 +54,11 @@ fn values(prefix: &str, n: usize) -> Vec<String> {
 }
 
 /// Every record value of partitions 0 and 1 of `topic`, read from the start to the end the
-/// consumer's isolation level lets it see (librdkafka's partition EOF: the last stable offset
-/// for read_committed, the high watermark for read_uncommitted), in offset order per
-/// partition.
+/// consumer's isolation level lets it see, in offset order per partition.
 async fn read_all(bootstrap: &str, topic: &str, isolation_level: &str) -> Vec<Vec<String>> {
-    let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "reader")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .set("isolation.level", isolation_level)
-        .create()
-        .unwrap();
-    let mut assignment = TopicPartitionList::new();
-    for p in 0..2 {
-        assignment
-            .add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&assignment).unwrap();
-    let mut read = vec![Vec::new(), Vec::new()];
-    let mut at_end = [false, false];
-    while !at_end.iter().all(|&e| e) {
-        match tokio::time::timeout(HANG_GUARD, consumer.recv()).await {
-            Err(_) => panic!(
-                "{isolation_level}: no end of partition within the hang guard; read {read:?}"
-            ),
-            Ok(Err(KafkaError::PartitionEOF(p))) => at_end[p as usize] = true,
-            Ok(Err(e)) => panic!("{isolation_level}: {e}"),
-            Ok(Ok(m)) => {
-                let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-                read[m.partition() as usize].push(value);
-            }
-        }
-    }
-    read
+    read_values(bootstrap, topic, 2, isolation_level, HANG_GUARD)
+        .await
+        .unwrap()
 }
 
 /// The values of `all` sent to partition `p` by [`send`].
