@@ -77,6 +77,25 @@ async fn a_clean_journal_exits_0() {
     std::fs::remove_file(path).unwrap();
 }
 
+#[tokio::test]
+async fn a_clean_verdict_counts_only_the_checks_that_ran_and_names_those_skipped() {
+    let path = temp("skipped.jsonl");
+    journal_of(&[1, 2], &path).await;
+    let (code, stdout, _) = kmock_check(&[path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    // Offline, out-of-order-write needs the partition logs: it is skipped, not clean.
+    let all = kmock::check::ALL.len();
+    assert_eq!(
+        stdout,
+        format!(
+            "skipped: out-of-order-write: needs the partition logs (run in process)\n\
+             clean: {} of {all} checks (out-of-order-write skipped), no violation\n",
+            all - 1
+        )
+    );
+    std::fs::remove_file(path).unwrap();
+}
+
 #[test]
 fn an_unreadable_journal_exits_2_naming_the_line() {
     let path = temp("bad.jsonl");

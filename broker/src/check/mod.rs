@@ -277,6 +277,17 @@ impl Report {
         self.violations.iter().filter(move |v| v.kind == kind)
     }
 
+    /// The checks that did not run at all, each named at the head of a `skipped` line
+    /// (`out-of-order-write: needs the partition logs …`).
+    pub fn skipped_checks(&self) -> Vec<&str> {
+        let skipped = |c: &&str| self.skipped.iter().any(|s| s.starts_with(&format!("{c}:")));
+        self.checks
+            .iter()
+            .map(String::as_str)
+            .filter(skipped)
+            .collect()
+    }
+
     /// Panics listing every finding, unless the report is clean (warnings allowed).
     ///
     /// # Panics
@@ -311,13 +322,20 @@ impl fmt::Display for Report {
             1 => ", 1 warning".to_owned(),
             n => format!(", {n} warnings"),
         };
-        match self.count(Severity::Violation) {
-            0 => writeln!(
-                f,
-                "clean: {} checks, no violation{warnings}",
-                self.checks.len()
+        // A check that could not run here is named as skipped, not counted as clean.
+        let (skipped, all) = (self.skipped_checks(), self.checks.len());
+        let ran = match skipped.len() {
+            0 => format!("{all} checks"),
+            n => format!(
+                "{} of {all} checks ({} skipped)",
+                all - n,
+                skipped.join(", ")
             ),
-            n => writeln!(f, "{n} violation(s){warnings}"),
+        };
+        match (self.count(Severity::Violation), skipped.is_empty()) {
+            (0, _) => writeln!(f, "clean: {ran}, no violation{warnings}"),
+            (n, true) => writeln!(f, "{n} violation(s){warnings}"),
+            (n, false) => writeln!(f, "{n} violation(s){warnings}; ran {ran}"),
         }
     }
 }
