@@ -17,6 +17,7 @@
 //! batch") in runs where the checks only warn (the client recovered by bumping its epoch);
 //! the test asks for a sequence check's violation.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -53,10 +54,7 @@ fn workload(binary: &Path) -> Workload {
         "exec \"$0\" -brokers \"$KAFKA_BOOTSTRAP_SERVERS\" -topic {TOPIC} -messages 500 \
          -interval 1ms -timeout 30s"
     );
-    Workload {
-        program: "sh".into(),
-        args: vec!["-c".into(), script.into(), binary.into()],
-    }
+    Workload::command("sh", [OsStr::new("-c"), OsStr::new(&script), binary.as_os_str()])
 }
 
 /// The hunt of the test: budget and seed from the environment.

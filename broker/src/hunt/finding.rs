@@ -55,11 +55,7 @@ impl Finding {
             vec![self.kind.clone()]
         };
         self.scenario = options.scenario(self.run, &self.after, checks);
-        let command = std::iter::once(&workload.program)
-            .chain(&workload.args)
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let command = workload.describe();
         let body = serde_yaml::to_string(&self.scenario)
             .map_err(|e| Error::Config(format!("cannot write the finding's scenario: {e}")))?;
         let yaml = format!(
@@ -134,12 +130,7 @@ impl Finding {
         let _ = writeln!(
             t,
             "Workload: {} after {:.2?}; last lines of its output:",
-            match (shown.hung, shown.status) {
-                (true, _) => "killed at the deadline".to_owned(),
-                (false, Some(s)) => format!("exited {s}"),
-                (false, None) => "not waited for".to_owned(),
-            },
-            shown.took
+            shown.exit, shown.took
         );
         for line in &shown.output_tail {
             let _ = writeln!(t, "  | {line}");
