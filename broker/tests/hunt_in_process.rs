@@ -79,8 +79,10 @@ async fn an_in_process_workload_that_fails_is_found_shrunk_and_written() {
             && text.contains("  | caused by: metadata "),
         "{text}"
     );
+    // Served on free ports, as the hunt's runs were: the base named no port.
     let yaml = std::fs::read_to_string(out.join("finding-1.yaml")).unwrap();
     let scenario = Scenario::parse(&yaml).unwrap();
+    assert_eq!(scenario.port, Some(0), "{yaml}");
     assert_eq!(scenario.rules.len(), 2, "{yaml}");
     std::fs::remove_dir_all(&out).unwrap();
 }

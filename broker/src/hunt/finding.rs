@@ -55,6 +55,9 @@ impl Finding {
             vec![self.kind.clone()]
         };
         self.scenario = options.scenario(self.run, &self.after, checks);
+        // The hunt's runs were on free ports: so is the finding, unless the base chose a port
+        // (without one, `kmock serve --config` would take 9092).
+        self.scenario.port.get_or_insert(0);
         let command = workload.describe();
         let body = serde_yaml::to_string(&self.scenario)
             .map_err(|e| Error::Config(format!("cannot write the finding's scenario: {e}")))?;
@@ -62,7 +65,7 @@ impl Finding {
             "# kmock hunt, finding {n}: {kind}, reproduced in {hits} of {k} runs of this schedule.\n\
              # Found by run {run} of the hunt with --seed {seed} ({before} faults, shrunk to {after} in {tried}\n\
              # candidates). Workload: {command}\n\
-             # Serve it, then run the workload against it:\n\
+             # Serve it, then run the workload against the bootstrap it prints:\n\
              #   kmock serve --config finding-{n}.yaml\n{body}",
             n = self.number,
             kind = self.kind,
