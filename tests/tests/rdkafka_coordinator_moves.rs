@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use common::cluster_ops::{cluster, versions, PARTITIONS, TOPIC};
+use common::commit_retries::{commits, is_stale_commit_retry, Committed};
 use common::excerpt::{excerpt, group_excerpt, GROUP_APIS};
 use common::groups::{answered_ok, of_group, offsets_partition, CONSUMER_OFFSETS};
 use common::member::{wait_members, Member};
@@ -233,7 +234,7 @@ fn assert_only_stale_commit_retries(cluster: &Cluster, group: &str) -> Result<()
     for v in &report.violations {
         ensure!(
             v.kind == "offset-commit-regression"
-                && (is_stale_commit_retry(&journal, v)
+                && (is_stale_commit_retry(journal.entries(), v)
                     || is_held_commit_sent_late(&journal, group, v)),
             "a violation not explained by librdkafka re-sending a commit the old coordinator did \
              not store or sending late one it made while it had no coordinator: {v:?}\nthe \
@@ -244,7 +245,7 @@ fn assert_only_stale_commit_retries(cluster: &Cluster, group: &str) -> Result<()
     let retries = report
         .violations
         .iter()
-        .filter(|v| is_stale_commit_retry(&journal, v))
+        .filter(|v| is_stale_commit_retry(journal.entries(), v))
         .count();
     eprintln!(
         "Fetch versions {:?}, Produce versions {:?}, OffsetCommit versions {:?}; {} violations: \
@@ -334,7 +335,7 @@ async fn a_committing_group_rides_out_its_coordinator_going_down_and_up() -> Res
         .violations
         .iter()
         .filter(|v| v.kind == "offset-commit-regression" && v.key.starts_with("flappers/"))
-        .partition(|v| is_stale_commit_retry(&journal, v));
+        .partition(|v| is_stale_commit_retry(journal.entries(), v));
     eprintln!(
         "{} commit regressions: {} re-sent stale commits, {} other",
         explained.len() + other.len(),
@@ -427,63 +428,6 @@ async fn a_coordinator_moved_during_a_rebalance_lets_the_group_settle() -> Resul
     Ok(())
 }
 
-/// One partition of an OffsetCommit request, as journaled.
-struct Committed {
-    seq: u64,
-    member: String,
-    topic: String,
-    partition: i32,
-    offset: i64,
-    error_code: Option<i16>,
-}
-
-/// Every partition of every OffsetCommit in the journal, in arrival order.
-fn commits(journal: &JournalSnapshot) -> Vec<Committed> {
-    journal
-        .entries()
-        .iter()
-        .filter_map(|e| match &e.request {
-            Some(RequestSummary::OffsetCommit(c)) => Some((e.seq, c)),
-            _ => None,
-        })
-        .flat_map(|(seq, c)| {
-            c.partitions.iter().map(move |p| Committed {
-                seq,
-                member: c.member_id.clone(),
-                topic: p.topic.clone(),
-                partition: p.partition,
-                offset: p.offset,
-                error_code: p.error_code,
-            })
-        })
-        .collect()
-}
-
-/// Whether an `offset-commit-regression` is librdkafka re-sending, after newer commits were
-/// stored, a commit an earlier attempt did not store: the lower offset was first sent, by the
-/// same member for the same partition, and refused (NOT_COORDINATOR, or another coordinator
-/// error while the group moved) or never answered (its connection cut by the broker going
-/// down).
-fn is_stale_commit_retry(journal: &JournalSnapshot, violation: &Violation) -> bool {
-    let Some(lower) = violation.entries.last() else {
-        return false;
-    };
-    let all = commits(journal);
-    all.iter().filter(|c| c.seq == lower.seq).any(|c| {
-        violation
-            .key
-            .ends_with(&format!("/{}-{}", c.topic, c.partition))
-            && all.iter().any(|earlier| {
-                earlier.seq < lower.seq
-                    && earlier.member == c.member
-                    && earlier.topic == c.topic
-                    && earlier.partition == c.partition
-                    && earlier.offset == c.offset
-                    && earlier.error_code != Some(0)
-            })
-    })
-}
-
 /// Every group request and operation in `journal`, each OffsetCommit with its member,
 /// generation and partitions (offset and answer), for failure messages.
 fn group_traffic(journal: &JournalSnapshot) -> String {
@@ -535,7 +479,7 @@ fn is_held_commit_sent_late(journal: &JournalSnapshot, group: &str, violation: &
     else {
         return false;
     };
-    let all = commits(journal);
+    let all = commits(journal.entries());
     all.iter().filter(|c| c.seq == lower.seq).any(|late| {
         let same = |c: &&Committed| {
             c.member == late.member && c.topic == late.topic && c.partition == late.partition
