@@ -65,7 +65,10 @@ fn workload(binary: &Path) -> Workload {
          -t {TOPIC} -p $p -X enable.idempotence=true; done; exec \"$0\" -brokers \
          \"$KAFKA_BOOTSTRAP_SERVERS\" -topic {TOPIC} -group {GROUP} -messages 2000 -timeout 60s -errors-fail=false"
     );
-    Workload::command("sh", [OsStr::new("-c"), OsStr::new(&script), binary.as_os_str()])
+    Workload::command(
+        "sh",
+        [OsStr::new("-c"), OsStr::new(&script), binary.as_os_str()],
+    )
 }
 
 /// The hunt of the test with `seed` and `runs` schedules.

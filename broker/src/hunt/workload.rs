@@ -197,7 +197,10 @@ async fn in_process(body: &Body, cluster: &Cluster, deadline: Duration) -> Ran {
                     .unwrap_or_else(|| "a panic without a message".into()),
                 Err(e) => e.to_string(),
             };
-            (Exit::Failed("panicked".into()), vec![format!("panic: {why}")])
+            (
+                Exit::Failed("panicked".into()),
+                vec![format!("panic: {why}")],
+            )
         }
         Err(_) => (Exit::Hung, Vec::new()),
     };
