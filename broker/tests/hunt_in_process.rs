@@ -107,8 +107,9 @@ async fn an_in_process_workload_that_hangs_or_panics_is_a_finding() {
     (options.runs, options.seed, options.reruns) = (Some(1), 5, 1);
     options.shrink_tries = 2;
     options.out.clone_from(&out);
-    // What the test is about: a workload that never ends is stopped at it.
-    options.deadline = Duration::from_secs(2);
+    // What the test is about: a workload that never ends is stopped at it. The others (one
+    // metadata request) end long before it.
+    options.deadline = Duration::from_secs(3);
     let (hung, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let notify = Arc::new(tokio::sync::Notify::new());
     let workload = Workload::in_process("hangs under faults", {
