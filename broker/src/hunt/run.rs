@@ -1,5 +1,6 @@
 //! One run of a hunt: a fresh cluster from a scenario, its rules in force and its operations
-//! scheduled, the workload ([`Workload::run`]) with a hang deadline, then the checks.
+//! scheduled, the workload ([`Workload`]: a command or an in-process closure) with a hang
+//! deadline, then the checks.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
