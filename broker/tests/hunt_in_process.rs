@@ -163,3 +163,51 @@ async fn an_in_process_workload_that_hangs_or_panics_is_a_finding() {
     );
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// With one job, a shrinking candidate's k re-runs go one after another and the first that
+/// does not reproduce ends its judging: a workload that fails only the first time faults are in
+/// force is found, then no candidate reproduces, so each costs exactly one run (the k runs
+/// measuring the reproduction rate are all made).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_one_job_a_candidate_stops_at_its_first_run_that_does_not_reproduce() {
+    let out = scratch("hunt-in-process-reruns");
+    let mut options = Options::new(base());
+    (options.runs, options.seed, options.reruns) = (Some(1), 3, 3);
+    options.shrink_tries = 6;
+    options.out.clone_from(&out);
+    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    // Runs started: one aborted before its end would be started but not counted as run.
+    let started = Arc::new(AtomicUsize::new(0));
+    let workload = Workload::in_process("fails once under faults", {
+        let started = started.clone();
+        move |cluster: Cluster| {
+            let (first, started) = (first.clone(), started.clone());
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                let asked = ask_metadata(&cluster).await;
+                let faulted = !cluster.rules().is_empty();
+                anyhow::ensure!(
+                    !(faulted && first.swap(false, Ordering::SeqCst)),
+                    "the first run under faults ({asked})"
+                );
+                Ok(())
+            }
+        }
+    });
+    let summary = hunt::hunt(&options, &workload, &mut |l| println!("{l}"))
+        .await
+        .unwrap();
+    print!("{}", hunt::table(&summary));
+    assert_eq!(summary.findings.len(), 1);
+    let finding = &summary.findings[0];
+    assert_eq!(finding.kind, hunt::WORKLOAD_FAILED);
+    // Two faults drawn (seed 3): ddmin tried both halves at least.
+    assert_eq!(finding.before.len(), 2, "{:?}", finding.before);
+    assert!(finding.tried >= 2, "{} candidates", finding.tried);
+    assert_eq!(finding.after, finding.before);
+    assert_eq!(finding.reproduced, (0, 3));
+    // The fault-free run, the schedule, one run a candidate, three for the rate.
+    assert_eq!(summary.total_runs, 2 + finding.tried + 3);
+    assert_eq!(started.load(Ordering::SeqCst), summary.total_runs);
+    std::fs::remove_dir_all(&out).unwrap();
+}
