@@ -22,6 +22,28 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use kmock::{Checks, Cluster, Scenario};
 
+/// The `kmock` binary of this test run's profile: `target/<profile>/kmock`, the directory above
+/// the test executable's (`target/<profile>/deps/…`). `cargo test --workspace` builds it there
+/// (the kmock package has integration tests); `cargo test -p kmock-tests` alone does not.
+///
+/// # Errors
+/// It is not there: build it with `cargo build -p kmock --bin kmock`.
+pub fn built_kmock() -> Result<PathBuf> {
+    let this = std::env::current_exe()?;
+    let profile_dir = this
+        .parent()
+        .and_then(|deps| deps.parent())
+        .context("the test executable's profile directory")?;
+    let kmock = profile_dir.join(format!("kmock{}", std::env::consts::EXE_SUFFIX));
+    anyhow::ensure!(
+        kmock.is_file(),
+        "no kmock binary at {}: build it with `cargo build -p kmock --bin kmock` (cargo test \
+         --workspace does)",
+        kmock.display()
+    );
+    Ok(kmock)
+}
+
 /// `fixtures/<path>` of the repository.
 pub fn fixture(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

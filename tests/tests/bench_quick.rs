@@ -8,7 +8,6 @@
 //! integration tests), so no cargo runs inside the test. Only when that binary is missing
 //! (`cargo test -p kmock-tests` in a fresh target directory) does kmock-bench build it.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
@@ -19,7 +18,7 @@ fn kmock_bench_quick_runs_every_figure_against_every_peer() {
         std::env::temp_dir().join(format!("kmock-bench-quick-{}.json", std::process::id()));
     let mut bench = Command::new(env!("CARGO_BIN_EXE_kmock-bench"));
     bench.arg("--quick").arg("--json").arg(&json_path);
-    if let Some(kmock) = built_kmock() {
+    if let Ok(kmock) = kmock_tests::built_kmock() {
         bench.arg("--kmock-bin").arg(kmock);
     }
     let output = bench.output().expect("kmock-bench starts");
@@ -69,13 +68,4 @@ fn kmock_bench_quick_runs_every_figure_against_every_peer() {
             );
         }
     }
-}
-
-/// The `kmock` binary of this test run's profile: `target/<profile>/kmock`, the directory above
-/// this test executable's (`target/<profile>/deps/bench_quick-…`), if cargo built it there.
-fn built_kmock() -> Option<PathBuf> {
-    let this = std::env::current_exe().ok()?;
-    let profile_dir = this.parent()?.parent()?;
-    let kmock = profile_dir.join(format!("kmock{}", std::env::consts::EXE_SUFFIX));
-    kmock.is_file().then_some(kmock)
 }

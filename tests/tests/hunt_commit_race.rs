@@ -22,6 +22,7 @@
 //! `KMOCK_HUNT_SEEDS=N` (opt-in) hunts v1.43.2 with seeds 1..=N instead and prints, for each,
 //! the schedules and seconds to the first finding (the figures of the closing note).
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -64,10 +65,10 @@ fn workload(binary: &Path) -> Workload {
          -t {TOPIC} -p $p -X enable.idempotence=true; done; exec \"$0\" -brokers \
          \"$KAFKA_BOOTSTRAP_SERVERS\" -topic {TOPIC} -group {GROUP} -messages 2000 -timeout 60s -errors-fail=false"
     );
-    Workload {
-        program: "sh".into(),
-        args: vec!["-c".into(), script.into(), binary.into()],
-    }
+    Workload::command(
+        "sh",
+        [OsStr::new("-c"), OsStr::new(&script), binary.as_os_str()],
+    )
 }
 
 /// The hunt of the test with `seed` and `runs` schedules.

@@ -2,29 +2,36 @@
 //! (`fixtures/clients/go/producer`), from a base scenario with only the shape (3 brokers, topic
 //! `events` with 6 partitions, the sequence checks; no rules): the hunt learns the producer's
 //! traffic, draws seeded fault schedules over it, and must find the sequence violation
-//! `sarama_idempotent_producer` names for v1.42.1 within a small budget, and write a
-//! `finding-N.yaml` that reproduces it when served as `kmock serve --config` serves it. v1.61.1
-//! gives no finding in the same budget and seed.
+//! `sarama_idempotent_producer` names for v1.42.1 within a small budget. On this shape the bug
+//! needs a fault: the fault-free run is clean, so the finding comes from a drawn schedule (the
+//! search, not only the judging), shrunk to at most 3 faults that reproduce it in at least half
+//! of the re-runs. Its `finding-N.yaml` is then served by the `kmock` binary (`kmock serve
+//! --config`, on free ports: the finding names `port: 0`), the producer runs against it, and
+//! the control API's check names the same violation. v1.61.1 gives no finding in the same
+//! budget and seed.
 //!
 //! The workload is the producer as a shell command reading `KAFKA_BOOTSTRAP_SERVERS`, as a
 //! user's would. The budget: `KMOCK_HUNT_RUNS` schedules (default 20), seed `KMOCK_HUNT_SEED`
 //! (default 2); a run takes about a second, a shrink 10–20 s. The finding's reproduction is
-//! probabilistic (a race in the client): the buggy release gets up to 3 attempts at it; the
-//! hunt itself is judged once.
+//! probabilistic (a race in the client): the served finding gets up to 3 attempts at it; the
+//! hunt itself is judged once. `KMOCK_HUNT_SEEDS=N` (opt-in) hunts v1.42.1 with seeds 1..=N
+//! instead and prints, for each, the schedules and seconds to the first sequence violation and
+//! its shrinking, then the medians (the figures of the closing note).
 //!
 //! v1.42.1's bug also shows as `workload-failed` (the producer fails messages with "out of
 //! order sequence number" and trips its own assertion "message out of sequence added to a
 //! batch") in runs where the checks only warn (the client recovered by bumping its epoch);
 //! the test asks for a sequence check's violation.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use kmock::hunt::{self, Options, Workload};
 use kmock::{Checks, Scenario};
 use kmock_tests::go_client;
-use kmock_tests::hunting::{env_or, out_dir};
+use kmock_tests::hunting::{env_or, out_dir, Served};
 
 const TOPIC: &str = "events";
 /// The sequence checks of `fixtures/scenarios/idempotent-disconnects.yaml`.
@@ -38,10 +45,11 @@ const CHECKS: [&str; 5] = [
 /// A hang guard only: the producer gives up by itself after 30 s.
 const DEADLINE: Duration = Duration::from_secs(90);
 
-/// The base scenario: the shape, no rules.
+/// The base scenario: the shape, no rules, no port (the hunt runs on free ports, and writes
+/// `port: 0` into the finding for `kmock serve`).
 fn base() -> Scenario {
     Scenario::parse(&format!(
-        "brokers: 3\nport: 0\ntopics:\n  - {{ name: {TOPIC}, partitions: 6 }}\nchecks: [{}]\n",
+        "brokers: 3\ntopics:\n  - {{ name: {TOPIC}, partitions: 6 }}\nchecks: [{}]\n",
         CHECKS.join(", ")
     ))
     .expect("the base scenario parses")
@@ -53,10 +61,10 @@ fn workload(binary: &Path) -> Workload {
         "exec \"$0\" -brokers \"$KAFKA_BOOTSTRAP_SERVERS\" -topic {TOPIC} -messages 500 \
          -interval 1ms -timeout 30s"
     );
-    Workload {
-        program: "sh".into(),
-        args: vec!["-c".into(), script.into(), binary.into()],
-    }
+    Workload::command(
+        "sh",
+        [OsStr::new("-c"), OsStr::new(&script), binary.as_os_str()],
+    )
 }
 
 /// The hunt of the test: budget and seed from the environment.
@@ -73,23 +81,14 @@ fn options(out: PathBuf) -> Result<Options> {
     Ok(options)
 }
 
-/// Serves `scenario_file` as `kmock serve --config` does (its shape, rules, operations and
-/// checks; free ports), runs the producer at `binary` against it once, and gives the kinds of
-/// violation the scenario's checks find.
-async fn serve_and_run(scenario_file: &Path, binary: &Path) -> Result<Vec<String>> {
-    let scenario = Scenario::load(scenario_file)?;
-    let cluster = scenario.builder()?.port(0).start().await?;
-    for rule in scenario.rules()? {
-        cluster.add_rule(rule)?;
-    }
-    let operations = tokio::spawn(kmock::schedule::run(
-        cluster.clone(),
-        scenario.operations.clone(),
-    ));
-    let bootstrap = cluster.bootstrap();
+/// Serves `scenario_file` with the `kmock` binary (`kmock serve --config`), runs the producer
+/// at `binary` against it once, and gives the kinds of violation the control API's check of
+/// `kind` finds.
+async fn serve_and_run(scenario_file: &Path, binary: &Path, kind: &str) -> Result<Vec<String>> {
+    let served = Served::start(scenario_file).await?;
     let args = [
         "-brokers",
-        &bootstrap,
+        &served.bootstrap,
         "-topic",
         TOPIC,
         "-messages",
@@ -100,31 +99,37 @@ async fn serve_and_run(scenario_file: &Path, binary: &Path) -> Result<Vec<String
         "30s",
     ];
     let out = go_client::run(binary, &args, DEADLINE).await?;
-    operations.abort();
-    cluster.shutdown().await;
-    let checks = scenario.checks()?.context("the finding names its check")?;
-    let report = cluster.check(&checks);
+    let kinds = served.violations(&[kind]).await?;
+    served.stop().await?;
     println!(
-        "replay: producer {:?} in {:.2?}\n{report}",
+        "replay: producer {:?} in {:.2?}; violations {kinds:?}",
         out.status, out.took
     );
-    Ok(report
-        .violations
-        .iter()
-        .filter(|v| v.severity == kmock::check::Severity::Violation)
-        .map(|v| v.kind.clone())
-        .collect())
+    Ok(kinds)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hunt_finds_sarama_v1_42_1_sequence_violations_and_writes_a_scenario_that_reproduces_them(
 ) -> Result<()> {
     let binary = go_client::build("producer", "v1.42.1")?;
+    let seeds = env_or("KMOCK_HUNT_SEEDS", 0);
+    if seeds > 0 {
+        return measure(&binary, seeds).await;
+    }
     let out = out_dir("hunt-v1.42.1")?;
     let mut options = options(out.clone())?;
     options.max_findings = Some(3);
     let summary = hunt::hunt(&options, &workload(&binary), &mut |line| println!("{line}")).await?;
     print!("{}", hunt::table(&summary));
+    // The fault-free run showed nothing: every finding came from a drawn schedule.
+    ensure!(
+        summary
+            .findings
+            .iter()
+            .all(|f| f.run > 0 && !f.before.is_empty()),
+        "a finding of the fault-free run: {:?}",
+        summary.findings
+    );
     // The sequence violation that reproduced most often.
     let finding = summary
         .findings
@@ -138,10 +143,15 @@ async fn a_hunt_finds_sarama_v1_42_1_sequence_violations_and_writes_a_scenario_t
             )
         })?;
     ensure!(
-        !finding.after.is_empty() && finding.after.len() <= finding.before.len(),
+        (1..=3).contains(&finding.after.len()) && finding.after.len() <= finding.before.len(),
         "shrunk from {} to {} faults",
         finding.before.len(),
         finding.after.len()
+    );
+    let (hits, of) = finding.reproduced;
+    ensure!(
+        2 * hits >= of,
+        "the shrunk schedule reproduced {hits} of {of}"
     );
     let yaml = out.join(format!("finding-{}.yaml", finding.number));
     for file in &finding.files {
@@ -155,7 +165,7 @@ async fn a_hunt_finds_sarama_v1_42_1_sequence_violations_and_writes_a_scenario_t
     );
     let mut seen = Vec::new();
     for attempt in 1..=3 {
-        let kinds = serve_and_run(&yaml, &binary).await?;
+        let kinds = serve_and_run(&yaml, &binary, &finding.kind).await?;
         if kinds.contains(&finding.kind) {
             println!(
                 "finding-{} reproduced {} at attempt {attempt}",
@@ -197,5 +207,62 @@ async fn the_same_hunt_finds_nothing_in_sarama_v1_61_1() -> Result<()> {
         summary.runs
     );
     std::fs::remove_dir_all(&out)?;
+    Ok(())
+}
+
+/// The figures: for seeds 1..=`seeds`, the schedules and seconds to v1.42.1's first sequence
+/// violation (budget `KMOCK_HUNT_RUNS`), its faults before and after shrinking and its
+/// reproduction rate, then the medians.
+async fn measure(binary: &Path, seeds: u64) -> Result<()> {
+    let (mut runs, mut secs) = (Vec::new(), Vec::new());
+    for seed in 1..=seeds {
+        let out = out_dir(&format!("hunt-v1.42.1-measure-{seed}"))?;
+        let mut options = options(out.clone())?;
+        options.seed = seed;
+        options.max_findings = Some(3);
+        let started = Instant::now();
+        let mut first = None;
+        let summary = hunt::hunt(&options, &workload(binary), &mut |l| {
+            println!("seed {seed}: {l}");
+            let sequence = CHECKS
+                .iter()
+                .any(|c| l.contains(&format!("): {c}: shrinking")));
+            if first.is_none() && sequence {
+                first = Some(started.elapsed());
+            }
+        })
+        .await?;
+        print!("{}", hunt::table(&summary));
+        let sequence = || {
+            summary
+                .findings
+                .iter()
+                .filter(|f| CHECKS.contains(&f.kind.as_str()))
+        };
+        let found = sequence().next();
+        // The one the test would take: reproduced most often.
+        let best = sequence().max_by_key(|f| f.reproduced.0);
+        println!(
+            "seed {seed}: first sequence violation at schedule {:?} after {:.1?}; the best {:?} \
+             (kind, faults before → after, reproduced)",
+            found.map(|f| f.run),
+            first,
+            best.map(|f| (&f.kind, f.before.len(), f.after.len(), f.reproduced))
+        );
+        if let (Some(f), Some(t)) = (found, first) {
+            runs.push(f.run);
+            secs.push(t.as_secs_f64());
+        }
+        std::fs::remove_dir_all(&out)?;
+    }
+    runs.sort_unstable();
+    secs.sort_by(f64::total_cmp);
+    println!(
+        "{} of {seeds} seeds found a sequence violation; median schedules {:?}, median seconds \
+         {:?}",
+        runs.len(),
+        runs.get(runs.len() / 2),
+        secs.get(secs.len() / 2)
+    );
     Ok(())
 }

@@ -16,8 +16,11 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use common::cluster_ops::{cluster, versions, PARTITIONS, TOPIC};
+use common::commit_retries::{
+    coordinator_changes, is_held_commit_sent_late, is_stale_commit_retry, Change,
+};
 use common::excerpt::{excerpt, group_excerpt, GROUP_APIS};
-use common::groups::{answered_ok, of_group, offsets_partition, CONSUMER_OFFSETS};
+use common::groups::{answered_ok, of_group};
 use common::member::{wait_members, Member};
 use kmock::journal::RequestSummary;
 use kmock::{Checks, Cluster, Entry, JournalSnapshot, ResponseError, Violation};
@@ -94,40 +97,6 @@ fn expected_while_flapping(e: &KafkaError) -> bool {
                     | RDKafkaErrorCode::CoordinatorNotAvailable
             )
         )
-}
-
-/// The coordinator changes of `group` journaled in `entries`: each operation that moved its
-/// `__consumer_offsets` partition, in order.
-fn coordinator_changes(entries: &[Entry], group: &str) -> Vec<Change> {
-    let partition = offsets_partition(group);
-    entries
-        .iter()
-        .filter_map(|e| Some((e, e.operation.as_ref()?)))
-        .flat_map(|(e, op)| {
-            op.leader_changes()
-                .iter()
-                .filter(|c| c.topic == CONSUMER_OFFSETS && c.partition == partition)
-                .map(move |c| Change {
-                    seq: e.seq,
-                    at_us: e.at_us,
-                    from: c.from,
-                    to: c.to,
-                    leader_epoch: c.leader_epoch,
-                })
-        })
-        .collect()
-}
-
-/// A move of a group's coordinator, from its journaled operation.
-#[derive(Debug, Clone, Copy)]
-struct Change {
-    /// The operation's seq and time (µs since the cluster started): journaled under the state
-    /// lock with the change itself, so a request handled after the change is answered later.
-    seq: u64,
-    at_us: u64,
-    from: i32,
-    to: i32,
-    leader_epoch: i32,
 }
 
 /// Asserts from the journal that `group` followed each of its coordinator changes (at least
@@ -233,8 +202,8 @@ fn assert_only_stale_commit_retries(cluster: &Cluster, group: &str) -> Result<()
     for v in &report.violations {
         ensure!(
             v.kind == "offset-commit-regression"
-                && (is_stale_commit_retry(&journal, v)
-                    || is_held_commit_sent_late(&journal, group, v)),
+                && (is_stale_commit_retry(journal.entries(), v)
+                    || is_held_commit_sent_late(journal.entries(), group, v)),
             "a violation not explained by librdkafka re-sending a commit the old coordinator did \
              not store or sending late one it made while it had no coordinator: {v:?}\nthe \
              group's traffic:\n{}",
@@ -244,7 +213,7 @@ fn assert_only_stale_commit_retries(cluster: &Cluster, group: &str) -> Result<()
     let retries = report
         .violations
         .iter()
-        .filter(|v| is_stale_commit_retry(&journal, v))
+        .filter(|v| is_stale_commit_retry(journal.entries(), v))
         .count();
     eprintln!(
         "Fetch versions {:?}, Produce versions {:?}, OffsetCommit versions {:?}; {} violations: \
@@ -334,7 +303,7 @@ async fn a_committing_group_rides_out_its_coordinator_going_down_and_up() -> Res
         .violations
         .iter()
         .filter(|v| v.kind == "offset-commit-regression" && v.key.starts_with("flappers/"))
-        .partition(|v| is_stale_commit_retry(&journal, v));
+        .partition(|v| is_stale_commit_retry(journal.entries(), v));
     eprintln!(
         "{} commit regressions: {} re-sent stale commits, {} other",
         explained.len() + other.len(),
@@ -427,63 +396,6 @@ async fn a_coordinator_moved_during_a_rebalance_lets_the_group_settle() -> Resul
     Ok(())
 }
 
-/// One partition of an OffsetCommit request, as journaled.
-struct Committed {
-    seq: u64,
-    member: String,
-    topic: String,
-    partition: i32,
-    offset: i64,
-    error_code: Option<i16>,
-}
-
-/// Every partition of every OffsetCommit in the journal, in arrival order.
-fn commits(journal: &JournalSnapshot) -> Vec<Committed> {
-    journal
-        .entries()
-        .iter()
-        .filter_map(|e| match &e.request {
-            Some(RequestSummary::OffsetCommit(c)) => Some((e.seq, c)),
-            _ => None,
-        })
-        .flat_map(|(seq, c)| {
-            c.partitions.iter().map(move |p| Committed {
-                seq,
-                member: c.member_id.clone(),
-                topic: p.topic.clone(),
-                partition: p.partition,
-                offset: p.offset,
-                error_code: p.error_code,
-            })
-        })
-        .collect()
-}
-
-/// Whether an `offset-commit-regression` is librdkafka re-sending, after newer commits were
-/// stored, a commit an earlier attempt did not store: the lower offset was first sent, by the
-/// same member for the same partition, and refused (NOT_COORDINATOR, or another coordinator
-/// error while the group moved) or never answered (its connection cut by the broker going
-/// down).
-fn is_stale_commit_retry(journal: &JournalSnapshot, violation: &Violation) -> bool {
-    let Some(lower) = violation.entries.last() else {
-        return false;
-    };
-    let all = commits(journal);
-    all.iter().filter(|c| c.seq == lower.seq).any(|c| {
-        violation
-            .key
-            .ends_with(&format!("/{}-{}", c.topic, c.partition))
-            && all.iter().any(|earlier| {
-                earlier.seq < lower.seq
-                    && earlier.member == c.member
-                    && earlier.topic == c.topic
-                    && earlier.partition == c.partition
-                    && earlier.offset == c.offset
-                    && earlier.error_code != Some(0)
-            })
-    })
-}
-
 /// Every group request and operation in `journal`, each OffsetCommit with its member,
 /// generation and partitions (offset and answer), for failure messages.
 fn group_traffic(journal: &JournalSnapshot) -> String {
@@ -512,52 +424,4 @@ fn group_traffic(journal: &JournalSnapshot) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Whether an `offset-commit-regression` of `group` is librdkafka sending late a commit it
-/// made while it had no coordinator. After the group's coordinator moves, the commits the
-/// application asks for until the member has found the new one wait in librdkafka, and some go
-/// out after newer ones were stored: in a burst behind one carrying the newest positions, or
-/// alone tens of milliseconds later behind a retry (about 1 run in 40 of the rebalance test,
-/// e.g. t-1 stored at 198, then 8, 28, …, 188 on the same connection). Recognized as: the lower
-/// commit's offset lies between the member's last commit of the partition stored before the
-/// latest coordinator change (0 if none) and the offset of its first commit of the partition
-/// stored after that change, and came after that first one. So it is a position the member
-/// passed while it had no coordinator, not one it was sent back to.
-fn is_held_commit_sent_late(journal: &JournalSnapshot, group: &str, violation: &Violation) -> bool {
-    let Some(lower) = violation.entries.last() else {
-        return false;
-    };
-    let Some(change) = coordinator_changes(journal.entries(), group)
-        .into_iter()
-        .rev()
-        .find(|c| c.seq < lower.seq)
-    else {
-        return false;
-    };
-    let all = commits(journal);
-    all.iter().filter(|c| c.seq == lower.seq).any(|late| {
-        let same = |c: &&Committed| {
-            c.member == late.member && c.topic == late.topic && c.partition == late.partition
-        };
-        let stored = |c: &&Committed| c.error_code == Some(0);
-        let floor = all
-            .iter()
-            .rev()
-            .filter(same)
-            .filter(stored)
-            .find(|c| c.seq < change.seq)
-            .map_or(0, |c| c.offset);
-        let first_after = all
-            .iter()
-            .filter(same)
-            .filter(stored)
-            .find(|c| c.seq > change.seq);
-        violation
-            .key
-            .ends_with(&format!("/{}-{}", late.topic, late.partition))
-            && first_after.is_some_and(|first| {
-                first.seq < late.seq && (floor..=first.offset).contains(&late.offset)
-            })
-    })
 }

@@ -55,18 +55,17 @@ impl Finding {
             vec![self.kind.clone()]
         };
         self.scenario = options.scenario(self.run, &self.after, checks);
-        let command = std::iter::once(&workload.program)
-            .chain(&workload.args)
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(" ");
+        // The hunt's runs were on free ports: so is the finding, unless the base chose a port
+        // (without one, `kmock serve --config` would take 9092).
+        self.scenario.port.get_or_insert(0);
+        let command = workload.describe();
         let body = serde_yaml::to_string(&self.scenario)
             .map_err(|e| Error::Config(format!("cannot write the finding's scenario: {e}")))?;
         let yaml = format!(
             "# kmock hunt, finding {n}: {kind}, reproduced in {hits} of {k} runs of this schedule.\n\
              # Found by run {run} of the hunt with --seed {seed} ({before} faults, shrunk to {after} in {tried}\n\
              # candidates). Workload: {command}\n\
-             # Serve it, then run the workload against it:\n\
+             # Serve it, then run the workload against the bootstrap it prints:\n\
              #   kmock serve --config finding-{n}.yaml\n{body}",
             n = self.number,
             kind = self.kind,
@@ -134,12 +133,7 @@ impl Finding {
         let _ = writeln!(
             t,
             "Workload: {} after {:.2?}; last lines of its output:",
-            match (shown.hung, shown.status) {
-                (true, _) => "killed at the deadline".to_owned(),
-                (false, Some(s)) => format!("exited {s}"),
-                (false, None) => "not waited for".to_owned(),
-            },
-            shown.took
+            shown.exit, shown.took
         );
         for line in &shown.output_tail {
             let _ = writeln!(t, "  | {line}");

@@ -107,8 +107,9 @@ impl Drop for Running {
     }
 }
 
-/// The hunt's judge for shrinking: a candidate reproduces when `kind` shows in each of k runs
-/// (side by side).
+/// The hunt's judge for shrinking: a candidate reproduces when `kind` shows in each of k runs.
+/// With one job the runs go one after another and the first that does not reproduce ends the
+/// judging; with more they go side by side (as many as the jobs allow), judged in order.
 pub(super) struct Rerun<'a> {
     pub(super) hunter: &'a Hunter,
     pub(super) run: u64,
@@ -117,17 +118,40 @@ pub(super) struct Rerun<'a> {
     pub(super) last: Option<Outcome>,
 }
 
+impl Rerun<'_> {
+    /// Whether one re-run's result reproduces; keeps it as the last that did.
+    fn judge(&mut self, ran: Result<Outcome, Error>) -> bool {
+        match ran {
+            Ok(outcome) if outcome.kinds().contains(self.kind) => {
+                self.last = Some(outcome);
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!("hunt: a shrinking run failed to start: {e}");
+                false
+            }
+        }
+    }
+}
+
 impl shrink::Judge<Fault> for Rerun<'_> {
     async fn reproduces(&mut self, faults: &[Fault]) -> bool {
         let k = self.hunter.options.reruns;
-        for running in self.hunter.again(self.run, faults, k) {
-            match running.await {
-                Ok(outcome) if outcome.kinds().contains(self.kind) => self.last = Some(outcome),
-                Ok(_) => return false,
-                Err(e) => {
-                    tracing::warn!("hunt: a shrinking run failed to start: {e}");
+        if self.hunter.options.jobs <= 1 {
+            for _ in 0..k {
+                let ran = self.hunter.start(self.run, faults.to_vec()).await;
+                if !self.judge(ran) {
                     return false;
                 }
+            }
+            return true;
+        }
+        // Side by side; those still running when one does not reproduce are aborted (dropped).
+        for running in self.hunter.again(self.run, faults, k) {
+            let ran = running.await;
+            if !self.judge(ran) {
+                return false;
             }
         }
         true

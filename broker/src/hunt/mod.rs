@@ -1,7 +1,8 @@
 //! `kmock hunt`: search seeded fault schedules for ones that make a workload break an ordering
 //! guarantee, and shrink each to a scenario that reproduces it.
 //!
-//! A hunt runs the workload (any program: [`Workload`]) once without faults and learns its
+//! A hunt runs the workload ([`Workload`]: any program, or an async closure over the cluster
+//! from a Rust test) once without faults and learns its
 //! traffic from the journal ([`Traffic`]); then each run draws, from the seed, a schedule of
 //! 1–3 faults over that traffic ([`space`]: delays with jitter, disconnects before and after
 //! apply, error codes Kafka answers that API with, throttling, broker outages, leader and
@@ -19,15 +20,17 @@ pub mod run;
 pub mod shrink;
 pub mod space;
 mod traffic;
+mod workload;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use finding::Finding;
-pub use run::{Outcome, Workload, WORKLOAD_FAILED, WORKLOAD_HUNG};
+pub use run::{Outcome, WORKLOAD_FAILED, WORKLOAD_HUNG};
 pub use space::Fault;
 pub use traffic::Traffic;
+pub use workload::{Exit, Workload, WorkloadError};
 
 use crate::check::Checks;
 use crate::error::Error;
@@ -145,8 +148,8 @@ pub async fn hunt(
     let traffic = Traffic::learn(baseline.journal.entries());
     if traffic.apis.is_empty() {
         return Err(Error::Config(format!(
-            "the workload sent no request in its fault-free run (exit {:?}); output:\n{}",
-            baseline.status,
+            "the workload sent no request in its fault-free run (it {}); output:\n{}",
+            baseline.exit,
             baseline.output_tail.join("\n")
         )));
     }

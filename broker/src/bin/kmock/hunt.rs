@@ -67,10 +67,7 @@ pub(crate) async fn hunt(args: Hunt) -> i32 {
         }
         Ok(options) => {
             let (program, rest) = args.command.split_first().expect("clap requires COMMAND");
-            let workload = kmock::hunt::Workload {
-                program: program.clone(),
-                args: rest.to_vec(),
-            };
+            let workload = kmock::hunt::Workload::command(program, rest);
             match kmock::hunt::hunt(&options, &workload, &mut |line| eprintln!("{line}")).await {
                 Err(e) => {
                     eprintln!("kmock hunt: {e}");
