@@ -29,6 +29,6 @@ pub fn handle(
     let producer = (request.producer_id.0, request.producer_epoch);
     let group = Some(request.group_id.0.as_str());
     let mut state = ctx.shared.state();
-    let result = add_to_transaction(ctx, &mut state, txn_id, producer, Vec::new, group);
+    let result = add_to_transaction(ctx, &mut state, txn_id, producer, Vec::new, group, false);
     AddOffsetsToTxnResponse::default().with_error_code(error_code(result, version))
 }

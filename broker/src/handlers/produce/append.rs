@@ -18,6 +18,12 @@ pub(super) struct ProduceContext<'a> {
     pub(super) acks: i16,
     /// With a transactional id, its transaction as the coordinator knows it (`None`: unknown).
     pub(super) transaction: Option<Option<TxnMetadata>>,
+    /// Whether a partition not in the transaction is added to it (transaction version 2 and
+    /// Produce v12+), rather than refused.
+    pub(super) adds_partitions: bool,
+    /// The partitions this request added to its transaction, for the handler to add once
+    /// every partition was looked at.
+    pub(super) added: std::cell::RefCell<Vec<(String, i32)>>,
     pub(super) version: i16,
     pub(super) now_ms: i64,
 }
@@ -149,6 +155,12 @@ fn verify_transaction(
                 batch.producer_epoch, t.producer_epoch
             ),
         ),
+        Some(t)
+            if !t.partitions.contains(&(topic.to_owned(), index)) && request.adds_partitions =>
+        {
+            request.added.borrow_mut().push((topic.to_owned(), index));
+            Ok(())
+        }
         Some(t) if !t.partitions.contains(&(topic.to_owned(), index)) => fail(
             if request.version > 10 {
                 ResponseError::TransactionAbortable
