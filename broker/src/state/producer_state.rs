@@ -39,6 +39,39 @@ struct BatchMetadata {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMetadata>,
+    /// Max timestamp of the last batch, or the timestamp of the last marker (Kafka's
+    /// `ProducerStateEntry.lastTimestamp`).
+    last_timestamp: i64,
+    /// Coordinator epoch of the last marker, -1 before one.
+    coordinator_epoch: i32,
+}
+
+impl ProducerEntry {
+    fn new(epoch: i16) -> Self {
+        Self {
+            epoch,
+            batches: VecDeque::with_capacity(BATCHES_RETAINED),
+            last_timestamp: -1,
+            coordinator_epoch: -1,
+        }
+    }
+}
+
+/// What DescribeProducers tells of one producer of a partition (Kafka's
+/// `ProducerStateManager.activeProducers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Its current epoch on the partition.
+    pub producer_epoch: i16,
+    /// The last sequence of its last batch kept, -1 when none is (only markers since its
+    /// epoch began).
+    pub last_sequence: i32,
+    /// Max timestamp of its last batch, or its last marker's timestamp (ms).
+    pub last_timestamp: i64,
+    /// Coordinator epoch of its last marker, -1 before one.
+    pub coordinator_epoch: i32,
 }
 
 /// What to do with a batch.
@@ -159,18 +192,41 @@ impl ProducerStates {
     /// Records a transaction marker of `producer_id` at `producer_epoch`: a higher epoch (the
     /// coordinator fenced the producer) becomes the producer's, forgetting its batches, as
     /// Kafka's `ProducerAppendInfo.appendEndTxnMarker`; sequences go on across transactions.
-    pub fn record_marker(&mut self, producer_id: i64, producer_epoch: i16) {
+    /// The marker's `coordinator_epoch` and `timestamp` (ms) become the producer's.
+    pub fn record_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        timestamp: i64,
+    ) {
         let entry = self
             .producers
             .entry(producer_id)
-            .or_insert_with(|| ProducerEntry {
-                epoch: producer_epoch,
-                batches: VecDeque::with_capacity(BATCHES_RETAINED),
-            });
+            .or_insert_with(|| ProducerEntry::new(producer_epoch));
         if producer_epoch > entry.epoch {
             entry.epoch = producer_epoch;
             entry.batches.clear();
         }
+        entry.coordinator_epoch = coordinator_epoch;
+        entry.last_timestamp = timestamp;
+    }
+
+    /// Every producer with state on the partition, by producer id.
+    pub fn active(&self) -> Vec<ActiveProducer> {
+        let mut all: Vec<ActiveProducer> = self
+            .producers
+            .iter()
+            .map(|(&producer_id, e)| ActiveProducer {
+                producer_id,
+                producer_epoch: e.epoch,
+                last_sequence: e.batches.back().map_or(-1, |b| b.last_seq),
+                last_timestamp: e.last_timestamp,
+                coordinator_epoch: e.coordinator_epoch,
+            })
+            .collect();
+        all.sort_by_key(|p| p.producer_id);
+        all
     }
 
     /// Records an appended batch of a producer (no-op for producer id -1).
@@ -181,10 +237,8 @@ impl ProducerStates {
         let entry = self
             .producers
             .entry(batch.producer_id)
-            .or_insert_with(|| ProducerEntry {
-                epoch: batch.producer_epoch,
-                batches: VecDeque::with_capacity(BATCHES_RETAINED),
-            });
+            .or_insert_with(|| ProducerEntry::new(batch.producer_epoch));
+        entry.last_timestamp = batch.max_timestamp;
         if entry.epoch != batch.producer_epoch {
             entry.epoch = batch.producer_epoch;
             entry.batches.clear();
