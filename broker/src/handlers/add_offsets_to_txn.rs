@@ -1,4 +1,5 @@
-//! AddOffsetsToTxn (API key 25), versions 0–3.
+//! AddOffsetsToTxn (API key 25), versions 0–4 (v4, KIP-890: the client understands
+//! TRANSACTION_ABORTABLE; answered as v3).
 //!
 //! As Kafka's `KafkaApis.handleAddOffsetsToTxnRequest`: the group's `__consumer_offsets`
 //! partition joins the transaction, with the checks and errors of AddPartitionsToTxn
@@ -7,8 +8,7 @@
 //! (INVALID_PRODUCER_EPOCH before v2). kmock keeps the group itself in the transaction, and
 //! its TxnOffsetCommit offsets pending until the EndTxn.
 //!
-//! Deviations from Apache Kafka: v4 (transaction version 2) is not implemented;
-//! CONCURRENT_TRANSACTIONS is never answered.
+//! Deviations from Apache Kafka: CONCURRENT_TRANSACTIONS is never answered.
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 use kafka_protocol::protocol::VersionRange;
@@ -17,7 +17,7 @@ use super::add_partitions_to_txn::{add_to_transaction, error_code};
 use super::Ctx;
 
 /// Versions implemented.
-pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
+pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
 
 /// Adds the group to the transaction, or answers why not.
 pub fn handle(
