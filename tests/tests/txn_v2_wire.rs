@@ -63,7 +63,10 @@ async fn api_versions_finalizes_the_cluster_transaction_version() -> Result<()> 
         transaction_version(&v3),
         (Some((1, 1)), None),
     )?;
-    ensure!(v3.finalized_features_epoch >= 0, "a finalized features epoch");
+    ensure!(
+        v3.finalized_features_epoch >= 0,
+        "a finalized features epoch"
+    );
     let v4 = client.send(request(), 4).await?;
     same(
         "transaction.version by default, v4",
@@ -76,10 +79,18 @@ async fn api_versions_finalizes_the_cluster_transaction_version() -> Result<()> 
         (ApiKey::TxnOffsetCommit, 5),
         (ApiKey::Produce, 13),
     ] {
-        same(&format!("{api:?} max version"), max_version(&v4, api), Some(max))?;
+        same(
+            &format!("{api:?} max version"),
+            max_version(&v4, api),
+            Some(max),
+        )?;
     }
     let v2 = client.send(request(), 2).await?;
-    same("no features before v3", transaction_version(&v2), (None, None))?;
+    same(
+        "no features before v3",
+        transaction_version(&v2),
+        (None, None),
+    )?;
 
     let (_v2, client) = start_v2(&[], 1).await?;
     let v4 = client.send(request(), 4).await?;
@@ -142,7 +153,11 @@ async fn a_produce_adds_its_partition_and_every_end_txn_bumps_the_epoch() -> Res
 
     // The old epoch's Produce is a zombie's; the new epoch begins the next transaction.
     let code = produce_v12(&client, "tx", ("t", 0), (pid, 0), 2, 1).await?;
-    code_is("Produce v12 at the old epoch", code, Some(InvalidProducerEpoch))?;
+    code_is(
+        "Produce v12 at the old epoch",
+        code,
+        Some(InvalidProducerEpoch),
+    )?;
     let code = produce_v12(&client, "tx", ("t", 1), (pid, 1), 0, 1).await?;
     code_is("Produce v12 at the bumped epoch", code, None)?;
     let (code, next) = end_txn_v5(&client, "tx", (pid, 1), false).await?;
@@ -155,9 +170,7 @@ async fn a_produce_adds_its_partition_and_every_end_txn_bumps_the_epoch() -> Res
     )?;
 
     // The journal keeps what each EndTxn answered (the last completes as its answer is sent).
-    let fifth_end_answered = |e: &kmock::Entry| {
-        matches!(&e.request, Some(RequestSummary::EndTxn(s)) if s.new_producer_epoch == Some(2))
-    };
+    let fifth_end_answered = |e: &kmock::Entry| matches!(&e.request, Some(RequestSummary::EndTxn(s)) if s.new_producer_epoch == Some(2));
     // A generous guard that only catches a hang.
     cluster
         .wait_for(fifth_end_answered, std::time::Duration::from_secs(30))
@@ -167,16 +180,20 @@ async fn a_produce_adds_its_partition_and_every_end_txn_bumps_the_epoch() -> Res
         .entries()
         .iter()
         .filter_map(|e| match &e.request {
-            Some(RequestSummary::EndTxn(s)) => {
-                Some((s.producer_epoch, s.new_producer_epoch))
-            }
+            Some(RequestSummary::EndTxn(s)) => Some((s.producer_epoch, s.new_producer_epoch)),
             _ => None,
         })
         .collect();
     same(
         "EndTxn epochs sent and answered, in the journal",
         answered,
-        vec![(0, Some(1)), (0, Some(1)), (0, None), (1, None), (1, Some(2))],
+        vec![
+            (0, Some(1)),
+            (0, Some(1)),
+            (0, None),
+            (1, None),
+            (1, Some(2)),
+        ],
     )
 }
 
@@ -325,7 +342,10 @@ async fn add_partitions_to_txn_v4_verifies_and_adds_each_transaction_of_a_batch(
             ("nobody".into(), vec![(0, e(InvalidProducerIdMapping))]),
             (
                 "b".into(),
-                vec![(0, e(OperationNotAttempted)), (9, e(UnknownTopicOrPartition))],
+                vec![
+                    (0, e(OperationNotAttempted)),
+                    (9, e(UnknownTopicOrPartition)),
+                ],
             ),
         ],
     )?;

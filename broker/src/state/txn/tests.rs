@@ -219,3 +219,98 @@ fn an_exhausted_epoch_is_fenced_to_i16_max_then_a_new_producer_id_starts_at_epoc
         );
     }
 }
+
+#[test]
+fn an_exhausted_epoch_rolls_the_producer_id_over_at_a_version_2_end() {
+    let mut state = state_with_topic();
+    let mut producer = state
+        .init_transactional_producer("tx", 60_000, None, 0)
+        .unwrap();
+    // Re-initialise up to the last epoch an InitProducerId gives (32766).
+    while producer.producer_epoch < i16::MAX - 1 {
+        producer = state
+            .init_transactional_producer("tx", 60_000, None, 0)
+            .unwrap();
+    }
+    let old_id = producer.producer_id;
+    state
+        .add_to_transaction(
+            "tx",
+            producer,
+            &[("t".into(), 0)],
+            None,
+            (Instant::now(), 0),
+            true,
+        )
+        .unwrap();
+    let ended = state
+        .end_transaction("tx", producer, true, true, 0)
+        .unwrap();
+    assert_eq!(ended.markers.len(), 1);
+    assert_ne!(ended.producer.producer_id, old_id, "a new producer id");
+    assert_eq!(ended.producer.producer_epoch, 0);
+    let marker = &state.topics["t"].partitions[0].log.batches()[0];
+    assert_eq!(
+        (marker.producer.0, marker.producer.1),
+        (old_id, i16::MAX),
+        "the marker carries the old id at the bumped epoch"
+    );
+    // A retry of that EndTxn names the old id and epoch: answered with the new ones.
+    assert_eq!(
+        state.end_transaction("tx", producer, true, true, 0),
+        Ok(super::coordinator::Ended {
+            producer: ended.producer,
+            committed: true,
+            markers: Vec::new(),
+        })
+    );
+    // The next transaction is the new id's; the old one is unknown to the transactional id.
+    let stale = ProducerIdAndEpoch {
+        producer_id: old_id,
+        producer_epoch: 0,
+    };
+    assert_eq!(
+        state.end_transaction("tx", stale, true, true, 0),
+        Err(ResponseError::InvalidProducerIdMapping)
+    );
+    let next = ended.producer;
+    state
+        .add_to_transaction(
+            "tx",
+            next,
+            &[("t".into(), 1)],
+            None,
+            (Instant::now(), 0),
+            true,
+        )
+        .unwrap();
+    let again = state.end_transaction("tx", next, false, true, 0).unwrap();
+    assert_eq!(
+        again.producer,
+        ProducerIdAndEpoch {
+            producer_id: next.producer_id,
+            producer_epoch: 1
+        }
+    );
+}
+
+#[test]
+fn a_version_2_end_fences_its_own_epoch_once_the_transaction_ended() {
+    let mut state = state_with_topic();
+    let producer = open(&mut state, "tx", None);
+    // `open` added with version 1; the EndTxn v5 still bumps (the request's version counts).
+    let ended = state
+        .end_transaction("tx", producer, true, true, 0)
+        .unwrap();
+    assert_eq!(ended.producer.producer_epoch, producer.producer_epoch + 1);
+    assert_eq!(
+        state.end_transaction("tx", ended.producer, true, true, 0),
+        Err(ResponseError::ProducerFenced),
+        "no transaction open at the bumped epoch"
+    );
+    assert_eq!(
+        state.end_transaction("tx", producer, false, true, 0),
+        Err(ResponseError::InvalidTxnState),
+        "a retry that turned into an abort"
+    );
+}
