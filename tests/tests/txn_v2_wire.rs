@@ -143,13 +143,16 @@ async fn a_produce_adds_its_partition_and_every_end_txn_bumps_the_epoch() -> Res
         code,
         Some(InvalidTxnState),
     )?;
-    // With no transaction open, an EndTxn at the current epoch is no retry: fenced.
+    // With no transaction open, an EndTxn at the current epoch is no retry (Kafka 4.4.0's
+    // answer); an epoch neither current nor the last is fenced.
     let (code, _) = end_txn_v5(&client, "tx", (pid, 1), true).await?;
     code_is(
         "EndTxn v5 at the current epoch, nothing open",
         code,
-        Some(ProducerFenced),
+        Some(InvalidTxnState),
     )?;
+    let (code, _) = end_txn_v5(&client, "tx", (pid, 7), true).await?;
+    code_is("EndTxn v5 at another epoch", code, Some(ProducerFenced))?;
 
     // The old epoch's Produce is a zombie's; the new epoch begins the next transaction.
     let code = produce_v12(&client, "tx", ("t", 0), (pid, 0), 2, 1).await?;
@@ -192,6 +195,7 @@ async fn a_produce_adds_its_partition_and_every_end_txn_bumps_the_epoch() -> Res
             (0, Some(1)),
             (0, None),
             (1, None),
+            (7, None),
             (1, Some(2)),
         ],
     )

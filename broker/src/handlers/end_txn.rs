@@ -16,10 +16,11 @@
 //! transaction bumps the producer epoch, the markers carry the bumped epoch, and the answer
 //! names the producer id and epoch to go on with: the bumped epoch, or, when the epoch was
 //! exhausted (32766 or more), a new producer id at epoch 0. After such an end, the epoch sent
-//! must be the one before the bump (a retry, answered NONE with the current id and epoch), so
-//! an EndTxn at the current epoch with no transaction open is PRODUCER_FENCED
-//! (`TransactionCoordinator.endTransaction`'s `isValidEpoch`). v0–4 answers carry no producer
-//! id or epoch.
+//! must be the one before the bump (a retry, answered NONE with the current id and epoch, or
+//! INVALID_TXN_STATE when it turned from commit to abort or back); the current epoch with no
+//! transaction open is INVALID_TXN_STATE; any other epoch PRODUCER_FENCED
+//! (`TransactionCoordinator.endTransaction`; checked against Kafka 4.4.0 by the conformance case
+//! `txn_v2_end_txn_bumps_the_epoch`). v0–4 answers carry no producer id or epoch.
 //!
 //! Deviations from Apache Kafka: the markers are written before the answer, so the
 //! transaction is never seen in PrepareCommit or PrepareAbort and CONCURRENT_TRANSACTIONS is

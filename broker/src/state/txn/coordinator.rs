@@ -186,7 +186,8 @@ impl ClusterState {
     /// Kafka's `isProducerEpochExhausted`), the answer names a new producer id at epoch 0
     /// instead. After a version-2 transition the epoch sent must be the current one while a
     /// transaction is open or none began, and once it ended the one before the bump (a retry,
-    /// or the last epoch of the rolled-over producer id), else PRODUCER_FENCED.
+    /// or the last epoch of the rolled-over producer id); the current epoch with no transaction
+    /// open is INVALID_TXN_STATE (as Kafka 4.4.0 answers it); any other is PRODUCER_FENCED.
     ///
     /// # Errors
     /// INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, or INVALID_TXN_STATE when there is no
@@ -217,13 +218,15 @@ impl ClusterState {
         if txn.producer_id != producer.producer_id && !retry_on_overflow {
             return Err(ResponseError::InvalidProducerIdMapping);
         }
-        let valid_epoch = if txn.epoch_bump && ended {
-            retry_on_bump || retry_on_overflow
-        } else {
-            producer.producer_epoch == txn.producer_epoch
-        };
-        if !valid_epoch {
+        let current_epoch = producer.producer_epoch == txn.producer_epoch;
+        let retry = txn.epoch_bump && ended && (retry_on_bump || retry_on_overflow);
+        if !(current_epoch || retry) {
             return Err(ResponseError::ProducerFenced);
+        }
+        if txn.epoch_bump && ended && !retry {
+            // The epoch of the next transaction, none begun: Kafka 4.4.0 answers
+            // INVALID_TXN_STATE (fixtures/conformance/txn_v2_end_txn_bumps_the_epoch.txt).
+            return Err(ResponseError::InvalidTxnState);
         }
         let current = ProducerIdAndEpoch {
             producer_id: txn.producer_id,

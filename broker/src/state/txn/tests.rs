@@ -295,7 +295,7 @@ fn an_exhausted_epoch_rolls_the_producer_id_over_at_a_version_2_end() {
 }
 
 #[test]
-fn a_version_2_end_fences_its_own_epoch_once_the_transaction_ended() {
+fn a_version_2_end_answers_retries_and_refuses_the_next_epoch_with_nothing_open() {
     let mut state = state_with_topic();
     let producer = open(&mut state, "tx", None);
     // `open` added with version 1; the EndTxn v5 still bumps (the request's version counts).
@@ -305,8 +305,17 @@ fn a_version_2_end_fences_its_own_epoch_once_the_transaction_ended() {
     assert_eq!(ended.producer.producer_epoch, producer.producer_epoch + 1);
     assert_eq!(
         state.end_transaction("tx", ended.producer, true, true, 0),
-        Err(ResponseError::ProducerFenced),
+        Err(ResponseError::InvalidTxnState),
         "no transaction open at the bumped epoch"
+    );
+    let older = ProducerIdAndEpoch {
+        producer_epoch: producer.producer_epoch - 1,
+        ..producer
+    };
+    assert_eq!(
+        state.end_transaction("tx", older, true, true, 0),
+        Err(ResponseError::ProducerFenced),
+        "an epoch neither current nor the last"
     );
     assert_eq!(
         state.end_transaction("tx", producer, false, true, 0),
