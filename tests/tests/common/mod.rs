@@ -102,5 +102,6 @@ pub mod groups;
 pub mod idempotent;
 pub mod jsonl;
 pub mod member;
+pub mod rdkafka_txn;
 pub mod requests;
 pub mod transactions;
