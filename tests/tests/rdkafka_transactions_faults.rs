@@ -19,12 +19,11 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::Producer;
 
 /// The (version, error code) of every EndTxn in the journal, in arrival order, once the last
-/// one's answer is recorded (the journal completes an entry as its answer is sent, so the
-/// client may have it first; EndTxns share the coordinator connection and are answered in
-/// order).
+/// one's answer is recorded (EndTxns share the coordinator connection, answered in order).
 async fn end_txns(cluster: &kmock::Cluster) -> Vec<(i16, Option<i16>)> {
     let last = cluster.journal().api("EndTxn").last().map(|e| e.seq);
     if let Some(seq) = last {
+        // A generous guard that only catches a hang.
         cluster
             .wait_for(|e| e.seq == seq && e.response.is_some(), HANG_GUARD)
             .await

@@ -139,6 +139,7 @@ heap_of_fields! {
     DescribedTransaction => [transactional_id, state],
     DescribeTransactionsSummary => [transactions],
     ListTransactionsSummary => [state_filters, producer_id_filters, transactional_id_pattern],
+    DescribeProducersSummary => [topics],
 }
 
 impl Heap for RequestSummary {

@@ -82,7 +82,7 @@ pub enum RequestSummary {
     /// ListTransactions: the filters, and how many transactions were listed.
     ListTransactions(ListTransactionsSummary),
     /// DescribeProducers: the partitions asked about.
-    DescribeProducers(Vec<TopicPartitions>),
+    DescribeProducers(DescribeProducersSummary),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -101,6 +101,8 @@ impl RequestSummary {
             Self::AddPartitionsToTxn(s) => s.dropped_partitions,
             Self::TxnOffsetCommit(s) => s.dropped_partitions,
             Self::DescribeTransactions(s) => s.dropped_transactions,
+            Self::ListTransactions(s) => s.dropped_filters,
+            Self::DescribeProducers(s) => s.dropped_partitions,
             _ => 0,
         }
     }

@@ -44,6 +44,21 @@ pub struct ListTransactionsSummary {
     pub transactional_id_pattern: Option<String>,
     /// Transactions listed; `None` until answered.
     pub listed: Option<u64>,
+    /// State and producer id filters past [`MAX_SUMMARY_ITEMS`] each, counted, not kept
+    /// (absent from JSON when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_filters: u64,
+}
+
+/// A DescribeProducers request: the partitions asked about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DescribeProducersSummary {
+    /// The partitions asked about, by topic, in request order.
+    pub topics: Vec<TopicPartitions>,
+    /// Topics and partitions past [`MAX_SUMMARY_ITEMS`] (of topics, and of each topic's
+    /// partitions), counted, not kept (absent from JSON when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_partitions: u64,
 }
 
 /// The summary of a transaction admin API request, `None` for other APIs.
@@ -68,7 +83,11 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
             })
         }
         RequestKind::ListTransactions(r) => {
+            let kept_states = r.state_filters.len().min(MAX_SUMMARY_ITEMS);
+            let kept_ids = r.producer_id_filters.len().min(MAX_SUMMARY_ITEMS);
             RequestSummary::ListTransactions(ListTransactionsSummary {
+                dropped_filters: bounded_len(r.state_filters.len(), kept_states)
+                    + bounded_len(r.producer_id_filters.len(), kept_ids),
                 state_filters: r
                     .state_filters
                     .iter()
@@ -89,8 +108,14 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
                 listed: None,
             })
         }
-        RequestKind::DescribeProducers(r) => RequestSummary::DescribeProducers(
-            r.topics
+        RequestKind::DescribeProducers(r) => {
+            let total: usize = r
+                .topics
+                .iter()
+                .map(|t| t.partition_indexes.len().max(1))
+                .sum();
+            let topics: Vec<TopicPartitions> = r
+                .topics
                 .iter()
                 .take(MAX_SUMMARY_ITEMS)
                 .map(|t| TopicPartitions {
@@ -102,8 +127,13 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
                         .take(MAX_SUMMARY_ITEMS)
                         .collect(),
                 })
-                .collect(),
-        ),
+                .collect();
+            let kept = topics.iter().map(|t| t.partitions.len().max(1)).sum();
+            RequestSummary::DescribeProducers(DescribeProducersSummary {
+                dropped_partitions: bounded_len(total, kept),
+                topics,
+            })
+        }
         _ => return None,
     })
 }
