@@ -102,6 +102,30 @@ async fn api_versions_finalizes_the_cluster_transaction_version() -> Result<()> 
 }
 
 #[tokio::test]
+async fn a_scenario_sets_the_transaction_version_1_or_2_and_nothing_else() -> Result<()> {
+    let scenario =
+        kmock::scenario::Scenario::parse("transaction_version: 2\n").map_err(anyhow::Error::msg)?;
+    let cluster = scenario.builder()?.port(0).start().await?;
+    let client = kmock_client::Client::connect(cluster.brokers()[0].addr).await?;
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(common::text("kmock-tests"))
+        .with_client_software_version(common::text("1"));
+    let answer = client.send(request, 3).await?;
+    same(
+        "transaction.version of the scenario's cluster",
+        transaction_version(&answer).0,
+        Some((2, 2)),
+    )?;
+    let refused = kmock::scenario::Scenario::parse("transaction_version: 3\n")
+        .expect_err("transaction_version 3");
+    ensure!(
+        refused.contains("transaction_version 3 is not 1 or 2"),
+        "{refused}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_produce_adds_its_partition_and_every_end_txn_bumps_the_epoch() -> Result<()> {
     let (cluster, client) = start_v2(&["t"], 2).await?;
     let (pid, epoch) = init_ok(&client, "tx").await?;

@@ -399,8 +399,12 @@ mod tests {
                 "kmock implements Produce 3–13",
             ),
             (
-                "api: DescribeTransactions\nsilence: true",
-                "kmock does not implement DescribeTransactions",
+                "api: DescribeAcls\nsilence: true",
+                "kmock does not implement DescribeAcls",
+            ),
+            (
+                "api: Metadata\ntransactional_id: t\nsilence: true",
+                "Metadata requests carry no transactional_id",
             ),
             (
                 "api: Fetch\nafter: 2s\nuntil: 1s\nsilence: true",
