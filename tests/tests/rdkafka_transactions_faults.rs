@@ -124,8 +124,8 @@ async fn concurrent_transactions_on_end_txn_is_retried_until_the_commit_goes_thr
     producer.commit_transaction(HANG_GUARD).unwrap();
 
     let committed = read_all(&bootstrap, "out", "read_committed").await;
-    for p in 0..2 {
-        assert_eq!(committed[p], on_partition(&sent, p), "partition {p}");
+    for (p, read) in committed.iter().enumerate() {
+        assert_eq!(read, &on_partition(&sent, p), "partition {p}");
     }
     let busy_code = ResponseError::ConcurrentTransactions.code();
     let codes: Vec<Option<i16>> = end_txns(&cluster)

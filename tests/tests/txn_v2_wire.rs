@@ -25,9 +25,12 @@ use kmock::journal::RequestSummary;
 const READ_UNCOMMITTED: i8 = 0;
 const READ_COMMITTED: i8 = 1;
 
+/// A (min, max) range of feature levels.
+type Levels = Option<(i16, i16)>;
+
 /// The (min, max) finalized level of `transaction.version`, and whether it is listed among the
 /// supported features (and with which range).
-fn transaction_version(answer: &ApiVersionsResponse) -> (Option<(i16, i16)>, Option<(i16, i16)>) {
+fn transaction_version(answer: &ApiVersionsResponse) -> (Levels, Levels) {
     let finalized = answer
         .finalized_features
         .iter()
@@ -289,8 +292,12 @@ async fn txn_offset_commit_v5_adds_its_group_with_version_2_only() -> Result<()>
     )
 }
 
+/// One transaction of a v4+ batch: transactional id, (producer id, epoch), verify only, the
+/// partitions of `t`.
+type BatchedTransaction<'a> = (&'a str, (i64, i16), bool, &'a [i32]);
+
 /// AddPartitionsToTxn v4+ with one transaction per `(id, producer, verify_only, partitions)`.
-fn batch(transactions: &[(&str, (i64, i16), bool, &[i32])]) -> AddPartitionsToTxnRequest {
+fn batch(transactions: &[BatchedTransaction<'_>]) -> AddPartitionsToTxnRequest {
     AddPartitionsToTxnRequest::default().with_transactions(
         transactions
             .iter()
@@ -381,4 +388,35 @@ async fn add_partitions_to_txn_v4_verifies_and_adds_each_transaction_of_a_batch(
     let (code, next) = end_txn_v5(&client, "a", (a, 0), true).await?;
     code_is("EndTxn v5 after a v5 add", code, None)?;
     same("bumped", next, (a, 1))
+}
+
+#[tokio::test]
+async fn an_error_rule_answers_each_partition_of_each_transaction_of_a_v4_batch() -> Result<()> {
+    let (cluster, client) = start_v2(&["t"], 2).await?;
+    let (a, _) = init_ok(&client, "a").await?;
+    cluster.add_rule(
+        kmock::Rule::on(ApiKey::AddPartitionsToTxn)
+            .transactional_id("a")
+            .error(ConcurrentTransactions)
+            .first(1),
+    )?;
+    let answer = client
+        .send(batch(&[("a", (a, 0), false, &[0, 1])]), 5)
+        .await?;
+    let busy = common::err(ConcurrentTransactions.code());
+    same(
+        "the rule's error on every partition",
+        answers(&answer),
+        vec![("a".into(), vec![(0, busy.clone()), (1, busy)])],
+    )?;
+    // Not applied: the partitions were not added.
+    let verified = client.send(batch(&[("a", (a, 0), true, &[0])]), 4).await?;
+    same(
+        "verify-only after the refused add",
+        answers(&verified),
+        vec![(
+            "a".into(),
+            vec![(0, common::err(TransactionAbortable.code()))],
+        )],
+    )
 }
