@@ -36,6 +36,7 @@ pub const CASES: &[Case] = &[
     case!(txn_describe_transactions_states),
     case!(txn_list_transactions_filters),
     case!(txn_describe_producers_states),
+    case!(txn_v2_init_aborts_an_open_transaction),
 ];
 
 fn txn_id(s: &str) -> TransactionalId {
@@ -593,5 +594,78 @@ async fn txn_describe_producers_states(cx: Ctx) -> Result<Lines> {
             .send(describe(vec![(topic.clone(), vec![0])]), 0)
             .await?,
     ));
+    Ok(lines)
+}
+
+/// A version-2 transaction (begun by a Produce v12) left open by a producer whose successor
+/// calls InitProducerId: the successor's answers until it gets an epoch, the epoch it gets,
+/// the epoch of the abort marker on the partition, and the old producer's refused writes.
+async fn txn_v2_init_aborts_an_open_transaction(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let topic = cx.create(&client, "t", 1, &[]).await?;
+    let id = cx.topic("tx");
+    let (pid, epoch) = init(&client, &id).await?;
+    let mut lines = vec![format!(
+        "old producer's produce v12: {}",
+        produce(&client, &id, (&topic, 0), (pid, epoch), (0, 1), 12).await?
+    )];
+    // The successor's InitProducerId, asked again while the abort completes.
+    let mut answers = Vec::new();
+    let (new_pid, new_epoch) = loop {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(Some(txn_id(&id)))
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        let answer = client.send(request, 5).await?;
+        let name = err(answer.error_code);
+        if answers.last() != Some(&name) {
+            answers.push(name);
+        }
+        if answer.error_code == 0 {
+            break (answer.producer_id.0, answer.producer_epoch);
+        }
+        if !retriable(answer.error_code) {
+            bail!("InitProducerId {id}: {}", err(answer.error_code));
+        }
+        backoff().await;
+    };
+    lines.push(format!("successor's init answers: {}", answers.join(", ")));
+    lines.push(format!(
+        "successor: same id {}, epoch {:+}",
+        new_pid == pid,
+        new_epoch - epoch
+    ));
+    lines.push(format!("settled: {}", settled(&client, &id).await?));
+    let request = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
+        .with_name(name(&topic))
+        .with_partition_indexes(vec![0])]);
+    let described = client.send(request, 0).await?;
+    for p in described.topics.iter().flat_map(|t| &t.partitions) {
+        for a in &p.active_producers {
+            lines.push(format!(
+                "on the partition: epoch {:+}, txn start {}",
+                a.producer_epoch - i32::from(epoch),
+                a.current_txn_start_offset
+            ));
+        }
+    }
+    lines.push(format!(
+        "old producer's produce v12: {}",
+        produce(&client, &id, (&topic, 0), (pid, epoch), (1, 1), 12).await?
+    ));
+    lines.push(format!(
+        "old producer's end v5: {}",
+        end(&client, &id, (pid, epoch), true, 5).await?
+    ));
+    lines.push(format!(
+        "successor's produce v12: {}",
+        produce(&client, &id, (&topic, 0), (new_pid, new_epoch), (0, 1), 12).await?
+    ));
+    lines.push(format!(
+        "successor's end v5: {}",
+        end(&client, &id, (new_pid, new_epoch), true, 5).await?
+    ));
+    lines.push(format!("settled: {}", settled(&client, &id).await?));
     Ok(lines)
 }
