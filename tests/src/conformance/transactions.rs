@@ -37,6 +37,7 @@ pub const CASES: &[Case] = &[
     case!(txn_list_transactions_filters),
     case!(txn_describe_producers_states),
     case!(txn_v2_init_aborts_an_open_transaction),
+    case!(txn_v2_a_transaction_past_its_timeout_is_aborted),
 ];
 
 fn txn_id(s: &str) -> TransactionalId {
@@ -667,5 +668,74 @@ async fn txn_v2_init_aborts_an_open_transaction(cx: Ctx) -> Result<Lines> {
         end(&client, &id, (new_pid, new_epoch), true, 5).await?
     ));
     lines.push(format!("settled: {}", settled(&client, &id).await?));
+    Ok(lines)
+}
+
+/// A version-2 transaction (begun by a Produce v12) left open past its 1 s timeout: the
+/// coordinator aborts it (Kafka looks every `transaction.abort.timed.out.transaction.cleanup.
+/// interval.ms`, 10 s by default, so this case waits up to that long), and the producer's
+/// next requests are refused.
+async fn txn_v2_a_transaction_past_its_timeout_is_aborted(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let topic = cx.create(&client, "t", 1, &[]).await?;
+    let id = cx.topic("tx");
+    init(&client, &id).await?;
+    // Initialised again with a 1 s transaction timeout.
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(txn_id(&id)))
+        .with_transaction_timeout_ms(1_000)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let answer = client.send(request, 5).await?;
+    let (pid, epoch) = (answer.producer_id.0, answer.producer_epoch);
+    let mut lines = vec![
+        format!("init with a 1 s timeout: {}", err(answer.error_code)),
+        format!(
+            "produce v12: {}",
+            produce(&client, &id, (&topic, 0), (pid, epoch), (0, 1), 12).await?
+        ),
+    ];
+    // Polling, as a client's DescribeTransactions would: the case's hang guard bounds it.
+    loop {
+        let state = describe(&client, &id).await?;
+        if state == "CompleteAbort" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let request = DescribeTransactionsRequest::default().with_transactional_ids(vec![txn_id(&id)]);
+    let described = client.send(request, 0).await?;
+    let t = &described.transaction_states[0];
+    lines.push(format!(
+        "aborted: {} same id {} epoch {:+}",
+        t.transaction_state,
+        t.producer_id.0 == pid,
+        t.producer_epoch - epoch
+    ));
+    let request = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
+        .with_name(name(&topic))
+        .with_partition_indexes(vec![0])]);
+    let producers = client.send(request, 0).await?;
+    for p in producers.topics.iter().flat_map(|t| &t.partitions) {
+        for a in &p.active_producers {
+            lines.push(format!(
+                "on the partition: epoch {:+}, txn start {}",
+                a.producer_epoch - i32::from(epoch),
+                a.current_txn_start_offset
+            ));
+        }
+    }
+    lines.push(format!(
+        "produce v12 at the old epoch: {}",
+        produce(&client, &id, (&topic, 0), (pid, epoch), (1, 1), 12).await?
+    ));
+    lines.push(format!(
+        "end v5 commit at the old epoch: {}",
+        end(&client, &id, (pid, epoch), true, 5).await?
+    ));
+    lines.push(format!(
+        "end v5 abort at the old epoch: {}",
+        end(&client, &id, (pid, epoch), false, 5).await?
+    ));
     Ok(lines)
 }
