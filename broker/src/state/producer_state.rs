@@ -11,7 +11,9 @@
 //!    OUT_OF_ORDER_SEQUENCE_NUMBER (45);
 //! 5. within an epoch the base sequence must be last + 1, wrapping from 2^31−1 to 0, else 45;
 //! 6. with no state for the producer any sequence is accepted (Kafka 2.5+, KIP-360); emulating
-//!    Kafka before 2.5, a non-zero sequence without state is UNKNOWN_PRODUCER_ID (59).
+//!    Kafka before 2.5, a non-zero sequence without state is UNKNOWN_PRODUCER_ID (59);
+//! 7. a producer whose epoch began with a transaction marker (a transaction version 2 EndTxn,
+//!    or a fence, bumped it) and has no batch since must start at sequence 0, else 45.
 //!
 //! A batch in a new epoch clears the five-batch cache; a sixth batch evicts the oldest, so a
 //! retry of an evicted batch gets 45.
@@ -174,6 +176,14 @@ impl ProducerStates {
             return Verdict::Append;
         }
         match entry.batches.back() {
+            // Only a marker since the epoch began (Kafka's entry has no last sequence, and
+            // `inSequence(NO_SEQUENCE, first)` holds for 0 alone).
+            None if first != 0 => reject(
+                ResponseError::OutOfOrderSequenceNumber,
+                format!(
+                    "producer {pid} epoch {epoch}: its epoch began with a transaction marker here, so its first batch must start at sequence 0, got {first}"
+                ),
+            ),
             Some(previous) if !in_sequence(previous.last_seq, first) => reject(
                 ResponseError::OutOfOrderSequenceNumber,
                 format!(
@@ -210,6 +220,11 @@ impl ProducerStates {
         }
         entry.coordinator_epoch = coordinator_epoch;
         entry.last_timestamp = timestamp;
+    }
+
+    /// Whether producer `producer_id` has state on the partition (a batch or a marker).
+    pub fn knows(&self, producer_id: i64) -> bool {
+        self.producers.contains_key(&producer_id)
     }
 
     /// Every producer with state on the partition, by producer id.
@@ -467,5 +482,17 @@ mod tests {
     fn batches_without_producer_id_are_not_checked() {
         let s = ProducerStates::default();
         assert_eq!(s.check(&batch(-1, -1, -1, 1), false), Verdict::Append);
+    }
+
+    #[test]
+    fn after_a_marker_bumped_the_epoch_the_first_batch_starts_at_zero() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 0, 0, 2)]);
+        s.record_marker(7, 1, 0, 0);
+        assert_eq!(
+            error(&s.check(&batch(7, 1, 5, 1), false)),
+            Some(ResponseError::OutOfOrderSequenceNumber)
+        );
+        assert_eq!(s.check(&batch(7, 1, 0, 1), false), Verdict::Append);
     }
 }

@@ -38,6 +38,7 @@ pub const CASES: &[Case] = &[
     case!(txn_describe_producers_states),
     case!(txn_v2_init_aborts_an_open_transaction),
     case!(txn_v2_a_transaction_past_its_timeout_is_aborted),
+    case!(txn_v2_sequences_after_the_epoch_bump),
 ];
 
 fn txn_id(s: &str) -> TransactionalId {
@@ -737,5 +738,78 @@ async fn txn_v2_a_transaction_past_its_timeout_is_aborted(cx: Ctx) -> Result<Lin
         "end v5 abort at the old epoch: {}",
         end(&client, &id, (pid, epoch), false, 5).await?
     ));
+    Ok(lines)
+}
+
+/// The sequences a version-2 producer may use after EndTxn v5 bumped its epoch (the marker
+/// carries the bumped epoch, so the partition knows it with no batch yet): a batch from
+/// sequence 5, then from 0, then the next in order; and on a partition the producer never
+/// wrote to before, a batch from sequence 3.
+async fn txn_v2_sequences_after_the_epoch_bump(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let topic = cx.create(&client, "t", 2, &[]).await?;
+    let id = cx.topic("tx");
+    let (pid, epoch) = init(&client, &id).await?;
+    let mut lines = vec![format!(
+        "produce seq 0 x2: {}",
+        produce(&client, &id, (&topic, 0), (pid, epoch), (0, 2), 12).await?
+    )];
+    lines.push(format!(
+        "end v5 commit: {}",
+        end(&client, &id, (pid, epoch), true, 5).await?
+    ));
+    lines.push(format!("settled: {}", settled(&client, &id).await?));
+    let bumped = (pid, epoch + 1);
+    for (what, partition, first) in [
+        ("bumped epoch, seq 5", 0, 5),
+        ("bumped epoch, seq 0", 0, 0),
+        ("bumped epoch, seq 1", 0, 1),
+        ("bumped epoch, another partition, seq 3", 1, 3),
+    ] {
+        lines.push(format!(
+            "{what}: {}",
+            produce(&client, &id, (&topic, partition), bumped, (first, 1), 12).await?
+        ));
+    }
+    lines.push(format!(
+        "end v5 abort: {}",
+        end(&client, &id, bumped, false, 5).await?
+    ));
+    lines.push(format!("settled: {}", settled(&client, &id).await?));
+    // Version 1's way (AddPartitionsToTxn v3, Produce v11) on a partition the producer never
+    // wrote to: a batch from sequence 3, then from 0.
+    let v1 = cx.topic("v1");
+    let (v1_pid, v1_epoch) = init(&client, &v1).await?;
+    let add = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(txn_id(&v1))
+        .with_v3_and_below_producer_id(ProducerId(v1_pid))
+        .with_v3_and_below_producer_epoch(v1_epoch)
+        .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+            .with_name(name(&topic))
+            .with_partitions(vec![1])]);
+    let added = client.send(add, 3).await?;
+    let code = added
+        .results_by_topic_v3_and_below
+        .iter()
+        .flat_map(|t| &t.results_by_partition)
+        .map(|p| err(p.partition_error_code))
+        .collect::<Vec<_>>()
+        .join(" ");
+    lines.push(format!("version 1, add partition: {code}"));
+    for first in [3, 0] {
+        let code = produce(
+            &client,
+            &v1,
+            (&topic, 1),
+            (v1_pid, v1_epoch),
+            (first, 1),
+            11,
+        )
+        .await?;
+        lines.push(format!("version 1, produce v11 seq {first}: {code}"));
+    }
+    let ended = end(&client, &v1, (v1_pid, v1_epoch), false, 3).await?;
+    lines.push(format!("version 1, end v3 abort: {ended}"));
+    lines.push(format!("settled: {}", settled(&client, &v1).await?));
     Ok(lines)
 }

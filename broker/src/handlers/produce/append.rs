@@ -79,6 +79,23 @@ pub(super) fn append(
         ));
     }
     verify_transaction(request, &topic_name, index, partition, &valid.info)?;
+    // Transaction version 2: a transactional batch of a producer without state here begins a
+    // transaction at an epoch its EndTxn bumped, so its sequences begin at 0 (Kafka 4.4.0
+    // refuses another first sequence; fixtures/conformance/txn_v2_sequences_after_the_epoch_bump.txt).
+    let info = &valid.info;
+    if request.adds_partitions
+        && info.transactional
+        && info.base_sequence != 0
+        && !partition.producers.knows(info.producer_id)
+    {
+        return Err((
+            ResponseError::OutOfOrderSequenceNumber,
+            Some(format!(
+                "producer {} epoch {}: a version-2 transaction's first batch here must start at sequence 0, got {}",
+                info.producer_id, info.producer_epoch, info.base_sequence
+            )),
+        ));
+    }
     // `LogValidator.validateTimestamp`: CreateTime records within the topic's bounds of the
     // broker's clock.
     if let (None, Some((lowest, highest))) = (log_append_time, valid.record_timestamps) {

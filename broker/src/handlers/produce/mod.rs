@@ -38,7 +38,9 @@
 //! AddPartitionsToTxn v5 from the leader to the coordinator), opening the transaction if none
 //! was, after the same producer id and epoch checks; the partition stays added even when the
 //! batch is then refused (a sequence error), as in Kafka, where the add comes first. With
-//! version 1, or below v12, it is refused as above.
+//! version 1, or below v12, it is refused as above. With version 2 a v12+ transactional batch
+//! of a producer without state on the partition must start at sequence 0
+//! (OUT_OF_ORDER_SEQUENCE_NUMBER otherwise, as Kafka 4.4.0 answers; version 1 takes any).
 //!
 //! Deviations from Apache Kafka: the verification comes after the batch's validation and
 //! before the `min.insync.replicas` check, where Kafka verifies before both; the coordinator
