@@ -381,3 +381,35 @@ async fn describe_producers_shows_each_producer_and_its_open_transaction() -> Re
     drop(cluster);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_describe_transactions_naming_more_ids_than_the_journal_keeps_counts_the_rest(
+) -> Result<()> {
+    use kmock::journal::RequestSummary;
+    let (cluster, client) = common::start(1, &[], 1).await?;
+    let kept = kmock::journal::summary::MAX_SUMMARY_ITEMS;
+    let ids: Vec<String> = (0..kept + 5).map(|i| format!("x{i}")).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let answer = describe(&client, &refs).await?;
+    same(
+        "one answer per id",
+        answer.transaction_states.len(),
+        kept + 5,
+    )?;
+    common::last_answered(&cluster).await?;
+    let journal = cluster.journal();
+    let entry = journal
+        .api("DescribeTransactions")
+        .next()
+        .ok_or(anyhow::anyhow!("no DescribeTransactions entry"))?;
+    let Some(RequestSummary::DescribeTransactions(s)) = &entry.request else {
+        anyhow::bail!("not a DescribeTransactions summary: {:?}", entry.request);
+    };
+    same("ids kept", s.transactions.len(), kept)?;
+    same("ids counted, not kept", s.dropped_transactions, 5)?;
+    same(
+        "the first id's answer, kept",
+        s.transactions[0].error_code,
+        Some(TransactionalIdNotFound.code()),
+    )
+}
