@@ -13,7 +13,9 @@
 //! Deviations from Apache Kafka: ids come in name order, where Kafka's order is its maps';
 //! the pattern is read by the `regex` crate, whose syntax is Java's for the common cases
 //! (classes, repetition, alternation, anchors) but not for every construct (no
-//! look-around or back-references); the PrepareCommit, PrepareAbort and PrepareEpochFence
+//! look-around or back-references), and a pattern whose compiled form passes the crate's
+//! size limit (about 10 MB: `a{1000}{1000}`) is INVALID_REGULAR_EXPRESSION, which Java
+//! compiles; the PrepareCommit, PrepareAbort and PrepareEpochFence
 //! states are never listed (kmock never stays in them).
 
 use kafka_protocol::messages::list_transactions_response::TransactionState;
