@@ -72,7 +72,7 @@ pub fn all() -> Vec<Case> {
         fetch::CASES,
         idempotence::CASES,
         groups::CASES,
-        transactions::CASES,
+        &transactions::cases(),
     ]
     .concat()
 }
