@@ -59,7 +59,9 @@ mod server;
 mod state;
 
 pub use check::{Checks, Report, Violation};
-pub use cluster::{BrokerInfo, Cluster, ClusterBuilder, KafkaVersion, RuleHandle};
+pub use cluster::{
+    BrokerInfo, Cluster, ClusterBuilder, KafkaVersion, RuleHandle, TransactionVersion,
+};
 pub use error::Error;
 pub use faults::{Action, Rule, RuleStats, Times};
 pub use journal::{Entry, JournalSnapshot};

@@ -66,9 +66,11 @@ async fn kmock_answers_as_kafka_did_except_where_a_case_says_it_differs() -> Res
         return Ok(());
     }
     // As the real broker is configured (fixtures/kafka/kafka.sh): one node, node id 1, one
-    // `__consumer_offsets` partition.
+    // `__consumer_offsets` partition, `transaction.version` 2 finalized (Kafka 4.x's default
+    // on a new cluster).
     let cluster = Cluster::builder()
         .offsets_topic_partitions(1)
+        .transaction_version(kmock::TransactionVersion::V2)
         .start()
         .await?;
     let addr = cluster.brokers()[0].addr.to_string();

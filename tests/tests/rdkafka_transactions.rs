@@ -8,63 +8,16 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::exactly_once::{clean_with_transaction_checks, read_values};
+use common::rdkafka_txn::{
+    assert_clean_with_transaction_checks, on_partition, read_all, send, transactional_producer,
+    values, HANG_GUARD,
+};
 use kmock::journal::RequestSummary;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
-
-/// Generous bound on each client call: it only turns a hang into a failure.
-const HANG_GUARD: Duration = Duration::from_secs(60);
-
-/// Every check clean (warnings allowed), and the transaction checks ran without a finding.
-fn assert_clean_with_transaction_checks(cluster: &kmock::Cluster) {
-    clean_with_transaction_checks(cluster).unwrap();
-}
-
-fn transactional_producer(bootstrap: &str, transactional_id: &str) -> FutureProducer {
-    ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("transactional.id", transactional_id)
-        .create()
-        .unwrap()
-}
-
-/// Sends `values` to `topic`, alternating between partitions 0 and 1, and waits for each
-/// delivery report.
-async fn send(producer: &FutureProducer, topic: &str, values: &[String]) {
-    for (i, value) in values.iter().enumerate() {
-        let record = FutureRecord::to(topic)
-            .partition(i as i32 % 2)
-            .key("k")
-            .payload(value);
-        producer
-            .send(record, HANG_GUARD)
-            .await
-            .unwrap_or_else(|(e, _)| panic!("{value}: {e}"));
-    }
-}
-
-fn values(prefix: &str, n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}{i}")).collect()
-}
-
-/// Every record value of partitions 0 and 1 of `topic`, read from the start to the end the
-/// consumer's isolation level lets it see, in offset order per partition.
-async fn read_all(bootstrap: &str, topic: &str, isolation_level: &str) -> Vec<Vec<String>> {
-    read_values(bootstrap, topic, 2, isolation_level, HANG_GUARD)
-        .await
-        .unwrap()
-}
-
-/// The values of `all` sent to partition `p` by [`send`].
-fn on_partition(all: &[String], p: usize) -> Vec<String> {
-    all.iter().skip(p).step_by(2).cloned().collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn committed_transactions_are_read_and_aborted_ones_are_not() {

@@ -1,5 +1,6 @@
 //! The transaction checks name each violation kmock-client puts on the wire of a real kmock,
-//! and stay clean for the correct order of the same requests.
+//! and stay clean for the correct order of the same requests, with transaction version 1 and
+//! with version 2 (where every EndTxn gives the next transaction a new epoch).
 
 mod common;
 
@@ -223,4 +224,69 @@ async fn a_transaction_answered_in_order_and_read_committed_is_clean() -> Result
         );
     }
     Ok(())
+}
+
+#[tokio::test]
+async fn version_2_transactions_are_judged_by_the_epoch_each_end_txn_gave() -> Result<()> {
+    use common::transactions::{end_txn_v5, produce_v12, start_v2};
+    let (cluster, client) = start_v2(&["t"], 1).await?;
+    let (pid, epoch) = init_ok(&client, "tx").await?;
+    // One version-2 transaction: its Produce adds t-0, its TxnOffsetCommit v5 group g.
+    let transaction = |epoch: i16, first: Option<i32>, offset: i64| {
+        let client = &client;
+        async move {
+            if let Some(first) = first {
+                let code = produce_v12(client, "tx", ("t", 0), (pid, epoch), first, 1).await?;
+                code_is("Produce v12", code, None)?;
+            }
+            let committed = client
+                .send(txn_offset_commit("tx", pid, epoch, "g", "t", offset), 5)
+                .await?;
+            code_is(
+                "TxnOffsetCommit v5",
+                committed.topics[0].partitions[0].error_code,
+                None,
+            )?;
+            let (code, next) = end_txn_v5(client, "tx", (pid, epoch), true).await?;
+            code_is("EndTxn v5", code, None)?;
+            same("the bumped epoch", next, (pid, epoch + 1))?;
+            anyhow::Ok(())
+        }
+    };
+    transaction(epoch, Some(0), 10).await?;
+    common::last_answered(&cluster).await?;
+    let clean = cluster.check(&Checks::default());
+    ensure!(
+        clean.is_clean(),
+        "one version-2 transaction:
+{clean}"
+    );
+
+    // A zombie's Produce at the epoch the EndTxn closed: refused, and named.
+    let code = produce_v12(&client, "tx", ("t", 0), (pid, epoch), 1, 1).await?;
+    code_is(
+        "Produce at the closed epoch",
+        code,
+        Some(kafka_protocol::ResponseError::InvalidProducerEpoch),
+    )?;
+    // The next transactions, at the epochs the EndTxns gave: in order, offsets forward.
+    transaction(epoch + 1, Some(0), 12).await?;
+    common::last_answered(&cluster).await?;
+    let report = cluster.check(&Checks::default());
+    same(
+        "violations after the zombie",
+        violations(&report),
+        vec!["produce-after-end-txn"],
+    )?;
+    // A committed transaction moving g/t-0 back from 12 to 5.
+    transaction(epoch + 2, None, 5).await?;
+    common::last_answered(&cluster).await?;
+    let report = cluster.check(&Checks::default());
+    let mut kinds = violations(&report);
+    kinds.sort_unstable();
+    same(
+        "violations after the regression",
+        kinds,
+        vec!["produce-after-end-txn", "txn-offset-commit-regression"],
+    )
 }

@@ -448,7 +448,10 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         ApiKey::AddPartitionsToTxn
         | ApiKey::AddOffsetsToTxn
         | ApiKey::EndTxn
-        | ApiKey::TxnOffsetCommit => txn::check(f, api, v).await?,
+        | ApiKey::TxnOffsetCommit
+        | ApiKey::DescribeTransactions
+        | ApiKey::ListTransactions
+        | ApiKey::DescribeProducers => txn::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

@@ -16,6 +16,7 @@ use crate::journal::{Journal, Sink};
 
 use super::{
     bootstrap, group_timers, BrokerInfo, Cluster, Config, Inner, KafkaVersion, Listening, Shared,
+    TransactionVersion,
 };
 
 /// Builds and starts a [`Cluster`]. Nothing listens until [`ClusterBuilder::start`].
@@ -90,6 +91,16 @@ impl ClusterBuilder {
     /// first batch does not start at sequence 0 gets UNKNOWN_PRODUCER_ID (as brokers 1.0–2.4).
     pub fn kafka_version(mut self, version: KafkaVersion) -> Self {
         self.config.kafka_version = version;
+        self
+    }
+
+    /// The `transaction.version` feature the cluster finalizes ([`TransactionVersion`]).
+    /// Default [`TransactionVersion::V1`] (Kafka 3.x's transactions; Kafka 4.x finalizes 2 on a
+    /// new cluster). With [`TransactionVersion::V2`], ApiVersions advertises level 2, a
+    /// transactional Produce v12+ adds its partition to the transaction, TxnOffsetCommit v5+ its
+    /// group (KIP-890 part 2).
+    pub fn transaction_version(mut self, version: TransactionVersion) -> Self {
+        self.config.transaction_version = version;
         self
     }
 

@@ -66,6 +66,48 @@ impl std::fmt::Display for KafkaVersion {
     }
 }
 
+/// The `transaction.version` feature the cluster has finalized (Kafka's `TransactionVersion`,
+/// KIP-890): which transaction protocol the coordinator and the partitions speak.
+///
+/// Version 1 is the protocol of Kafka 3.x: the client adds every partition with
+/// AddPartitionsToTxn and its group with AddOffsetsToTxn, and the epoch stays the same from one
+/// transaction to the next. Version 2 (KIP-890 part 2, Kafka 4.0's default on a new cluster):
+/// a transactional Produce (v12+) adds its partition to the transaction itself, TxnOffsetCommit
+/// (v5+) its group, and every EndTxn (v5+) bumps the producer epoch, answering the new one.
+/// ApiVersions (v3+) advertises the finalized level, which is how clients choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum TransactionVersion {
+    /// `transaction.version=1`: Kafka 3.x's transactions (kmock's default).
+    #[default]
+    V1,
+    /// `transaction.version=2`: KIP-890 part 2.
+    V2,
+}
+
+impl TransactionVersion {
+    /// The feature level ApiVersions advertises (1 or 2).
+    pub const fn level(self) -> i16 {
+        match self {
+            Self::V1 => 1,
+            Self::V2 => 2,
+        }
+    }
+
+    /// The version of level `level`.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a level other than 1 or 2.
+    pub fn from_level(level: i64) -> Result<Self, Error> {
+        match level {
+            1 => Ok(Self::V1),
+            2 => Ok(Self::V2),
+            _ => Err(Error::Config(format!(
+                "transaction_version {level} is not 1 or 2"
+            ))),
+        }
+    }
+}
+
 /// Settings fixed at start.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -78,6 +120,7 @@ pub(crate) struct Config {
     pub max_frame_bytes: usize,
     pub cluster_id: String,
     pub kafka_version: KafkaVersion,
+    pub transaction_version: TransactionVersion,
     pub journal_capacity: usize,
     pub journal_max_bytes: usize,
     pub offsets_topic_partitions: i32,
@@ -138,6 +181,7 @@ impl Default for Config {
             max_frame_bytes: 100 * 1024 * 1024,
             cluster_id: "kmock-cluster".to_owned(),
             kafka_version: KafkaVersion::LATEST,
+            transaction_version: TransactionVersion::V1,
             journal_capacity: crate::journal::DEFAULT_CAPACITY,
             journal_max_bytes: crate::journal::DEFAULT_MAX_BYTES,
             offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,

@@ -19,8 +19,8 @@ mod config;
 mod operations;
 
 pub use builder::ClusterBuilder;
-pub use config::KafkaVersion;
 pub(crate) use config::{Config, Shared};
+pub use config::{KafkaVersion, TransactionVersion};
 
 /// A broker's identity as clients see it in Metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -232,6 +232,27 @@ pub(crate) fn error_response(
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1),
         ),
+        // v4+: per partition of each transaction (Kafka's `errorResponseForTransaction`).
+        RequestKind::AddPartitionsToTxn(r) if version >= 4 => ResponseKind::AddPartitionsToTxn(
+            AddPartitionsToTxnResponse::default().with_results_by_transaction(
+                r.transactions
+                    .iter()
+                    .map(|t| {
+                        add_partitions_to_txn_response::AddPartitionsToTxnResult::default()
+                            .with_transactional_id(t.transactional_id.clone())
+                            .with_topic_results(t.topics.iter().map(|topic| {
+                                add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::default()
+                                    .with_name(topic.name.clone())
+                                    .with_results_by_partition(topic.partitions.iter().map(|&p| {
+                                        add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::default()
+                                            .with_partition_index(p)
+                                            .with_partition_error_code(code)
+                                    }).collect())
+                            }).collect())
+                    })
+                    .collect(),
+            ),
+        ),
         // Per partition, as Kafka answers a coordinator error for the whole request.
         RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
             AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(

@@ -40,6 +40,7 @@ const READ: &[(&str, &[ApiKey], &[ApiKey])] = {
                 DescribeConfigs,
                 OffsetForLeaderEpoch,
                 OffsetDelete,
+                DescribeProducers,
             ],
         ),
         (
@@ -52,7 +53,12 @@ const READ: &[(&str, &[ApiKey], &[ApiKey])] = {
                 AddPartitionsToTxn,
                 TxnOffsetCommit,
             ],
-            &[OffsetFetch, OffsetForLeaderEpoch, OffsetDelete],
+            &[
+                OffsetFetch,
+                OffsetForLeaderEpoch,
+                OffsetDelete,
+                DescribeProducers,
+            ],
         ),
         (
             "group",
@@ -78,7 +84,7 @@ const READ: &[(&str, &[ApiKey], &[ApiKey])] = {
                 TxnOffsetCommit,
                 EndTxn,
             ],
-            &[FindCoordinator],
+            &[FindCoordinator, DescribeTransactions],
         ),
         ("producer_id", &[Produce, InitProducerId], &[]),
     ]

@@ -1,4 +1,5 @@
-//! AddOffsetsToTxn (API key 25), versions 0–3.
+//! AddOffsetsToTxn (API key 25), versions 0–4 (v4, KIP-890: the client understands
+//! TRANSACTION_ABORTABLE; answered as v3).
 //!
 //! As Kafka's `KafkaApis.handleAddOffsetsToTxnRequest`: the group's `__consumer_offsets`
 //! partition joins the transaction, with the checks and errors of AddPartitionsToTxn
@@ -7,8 +8,7 @@
 //! (INVALID_PRODUCER_EPOCH before v2). kmock keeps the group itself in the transaction, and
 //! its TxnOffsetCommit offsets pending until the EndTxn.
 //!
-//! Deviations from Apache Kafka: v4 (transaction version 2) is not implemented;
-//! CONCURRENT_TRANSACTIONS is never answered.
+//! Deviations from Apache Kafka: CONCURRENT_TRANSACTIONS is never answered.
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 use kafka_protocol::protocol::VersionRange;
@@ -17,7 +17,7 @@ use super::add_partitions_to_txn::{add_to_transaction, error_code};
 use super::Ctx;
 
 /// Versions implemented.
-pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
+pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
 
 /// Adds the group to the transaction, or answers why not.
 pub fn handle(
@@ -29,6 +29,6 @@ pub fn handle(
     let producer = (request.producer_id.0, request.producer_epoch);
     let group = Some(request.group_id.0.as_str());
     let mut state = ctx.shared.state();
-    let result = add_to_transaction(ctx, &mut state, txn_id, producer, Vec::new, group);
+    let result = add_to_transaction(ctx, &mut state, txn_id, producer, Vec::new, group, false);
     AddOffsetsToTxnResponse::default().with_error_code(error_code(result, version))
 }

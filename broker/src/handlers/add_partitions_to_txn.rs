@@ -1,4 +1,5 @@
-//! AddPartitionsToTxn (API key 24), versions 0–3 (the client versions).
+//! AddPartitionsToTxn (API key 24), versions 0–5: 0–3 the client versions, 4–5 the batched
+//! versions a partition leader sends the transaction coordinator (KIP-890).
 //!
 //! As Kafka's `KafkaApis.handleAddPartitionsToTxnRequest` and `TransactionCoordinator.
 //! handleAddPartitionsToTransaction`: a partition that does not exist fails the whole request,
@@ -9,15 +10,27 @@
 //! another epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2); otherwise the partitions
 //! join the transaction, which becomes Ongoing. Every partition gets the same answer.
 //!
-//! Deviations from Apache Kafka: v4 and v5 (the batched, broker-to-broker versions and the
-//! verify-only path, and transaction version 2) are not implemented; kmock verifies a
-//! transactional Produce against its coordinator state directly. CONCURRENT_TRANSACTIONS is
-//! never answered, since kmock ends a transaction while it answers its EndTxn.
+//! v4+ (Kafka's `handleAddPartitionsToTxnRequest` from v4): each transaction of the batch is
+//! answered on its own, in `results_by_transaction`, with the same checks; one with
+//! `verify_only` adds nothing and answers, as `handleVerifyPartitionsInTransaction`, each
+//! partition NONE when it is in the transaction and TRANSACTION_ABORTABLE when not (after the
+//! checks above, an empty id INVALID_REQUEST on every partition); a v5 add is made with
+//! transaction version 2 (the next EndTxn must then carry the epoch a version-2 client sends).
+//! A transactional id named twice is answered once, its partitions merged
+//! (`partitionsByTransaction`).
+//!
+//! Deviations from Apache Kafka: kmock's own partitions verify a transactional Produce
+//! against the coordinator's state directly, never with this request; v4+ needs no
+//! CLUSTER_ACTION permission (kmock has no authorization), and its transactions are answered
+//! in request order, where Kafka answers them in the order they complete.
+//! CONCURRENT_TRANSACTIONS is never answered, since kmock ends a transaction while it answers
+//! its EndTxn.
 
 use std::collections::BTreeSet;
 
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTransaction;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 use kafka_protocol::protocol::VersionRange;
@@ -28,7 +41,7 @@ use crate::state::producers::ProducerIdAndEpoch;
 use crate::state::ClusterState;
 
 /// Versions implemented.
-pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
+pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
 
 /// Adds the partitions to the transaction, or answers why not.
 pub fn handle(
@@ -36,6 +49,9 @@ pub fn handle(
     request: AddPartitionsToTxnRequest,
     version: i16,
 ) -> AddPartitionsToTxnResponse {
+    if version >= 4 {
+        return handle_batch(ctx, &request, version);
+    }
     let txn_id = request.v3_and_below_transactional_id.0.as_str();
     // Entries are looked at in place: a request may name millions (up to the frame size),
     // and only the distinct partitions of existing topics are kept, in the transaction.
@@ -67,7 +83,7 @@ pub fn handle(
                 .map(|(topic, p)| (topic.to_owned(), p))
                 .collect()
         };
-        add_to_transaction(ctx, &mut state, txn_id, producer, partitions, None)
+        add_to_transaction(ctx, &mut state, txn_id, producer, partitions, None, false)
     };
     let error_of = |tp: (&str, i32)| match result {
         Err(ResponseError::OperationNotAttempted) if missing(&state, tp) => {
@@ -96,6 +112,113 @@ pub fn handle(
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
 }
 
+/// The v4+ answer: each transaction of the batch added or verified on its own.
+fn handle_batch(
+    ctx: &Ctx<'_>,
+    request: &AddPartitionsToTxnRequest,
+    version: i16,
+) -> AddPartitionsToTxnResponse {
+    // `partitionsByTransaction`: one entry per transactional id, partitions merged.
+    let mut by_id: Vec<(&AddPartitionsToTxnTransaction, BTreeSet<(&str, i32)>)> = Vec::new();
+    for t in &request.transactions {
+        let partitions = t.topics.iter().flat_map(|topic| {
+            topic
+                .partitions
+                .iter()
+                .map(move |&p| (topic.name.0.as_str(), p))
+        });
+        match by_id
+            .iter_mut()
+            .find(|(seen, _)| seen.transactional_id == t.transactional_id)
+        {
+            Some((_, set)) => set.extend(partitions),
+            None => by_id.push((t, partitions.collect())),
+        }
+    }
+    let mut state = ctx.shared.state();
+    let results = by_id
+        .into_iter()
+        .map(|(t, partitions)| {
+            let codes = batch_transaction(ctx, &mut state, t, &partitions, version);
+            let mut topics: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+            for ((topic, p), code) in partitions.iter().zip(codes) {
+                let result = AddPartitionsToTxnPartitionResult::default()
+                    .with_partition_index(*p)
+                    .with_partition_error_code(code);
+                match topics.last_mut() {
+                    Some(last) if last.name.0.as_str() == *topic => {
+                        last.results_by_partition.push(result);
+                    }
+                    _ => topics.push(
+                        AddPartitionsToTxnTopicResult::default()
+                            .with_name(super::topic_name(topic))
+                            .with_results_by_partition(vec![result]),
+                    ),
+                }
+            }
+            AddPartitionsToTxnResult::default()
+                .with_transactional_id(t.transactional_id.clone())
+                .with_topic_results(topics)
+        })
+        .collect();
+    AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
+}
+
+/// One transaction of a v4+ batch: the error code of each of its `partitions`, in order.
+fn batch_transaction(
+    ctx: &Ctx<'_>,
+    state: &mut ClusterState,
+    t: &AddPartitionsToTxnTransaction,
+    partitions: &BTreeSet<(&str, i32)>,
+    version: i16,
+) -> Vec<i16> {
+    let missing = |state: &ClusterState, (topic, p): (&str, i32)| {
+        state
+            .topics
+            .get(topic)
+            .and_then(|t| t.partition(p))
+            .is_none()
+    };
+    if partitions.iter().any(|&tp| missing(state, tp)) {
+        return partitions
+            .iter()
+            .map(|&tp| {
+                if missing(state, tp) {
+                    ResponseError::UnknownTopicOrPartition.code()
+                } else {
+                    ResponseError::OperationNotAttempted.code()
+                }
+            })
+            .collect();
+    }
+    let txn_id = t.transactional_id.0.as_str();
+    let producer = (t.producer_id.0, t.producer_epoch);
+    if !t.verify_only {
+        let owned = || {
+            partitions
+                .iter()
+                .map(|&(topic, p)| (topic.to_owned(), p))
+                .collect()
+        };
+        let result = add_to_transaction(ctx, state, txn_id, producer, owned, None, version >= 5);
+        return vec![error_code(result, version); partitions.len()];
+    }
+    if let Err(e) = check_coordinator(ctx, state, txn_id) {
+        return vec![e.code(); partitions.len()];
+    }
+    let producer = ProducerIdAndEpoch {
+        producer_id: producer.0,
+        producer_epoch: producer.1,
+    };
+    partitions
+        .iter()
+        .map(|&(topic, p)| {
+            let result = state.verify_in_transaction(txn_id, producer, topic, p);
+            error_code(result, version)
+        })
+        .collect()
+}
+
 /// Adds `partitions` (made once the checks pass) and `group` to the transaction of
 /// `transactional_id`, for `producer` (id and epoch), as AddPartitionsToTxn and
 /// AddOffsetsToTxn do: the coordinator's first checks ([`check_coordinator`]), then the
@@ -111,14 +234,22 @@ pub(super) fn add_to_transaction(
     (producer_id, producer_epoch): (i64, i16),
     partitions: impl FnOnce() -> Vec<(String, i32)>,
     group: Option<&str>,
+    epoch_bump: bool,
 ) -> Result<(), ResponseError> {
     check_coordinator(ctx, state, transactional_id)?;
     let producer = ProducerIdAndEpoch {
         producer_id,
         producer_epoch,
     };
-    let now = tokio::time::Instant::now();
-    state.add_to_transaction(transactional_id, producer, &partitions(), group, now)
+    let now = (tokio::time::Instant::now(), ctx.shared.now_ms());
+    state.add_to_transaction(
+        transactional_id,
+        producer,
+        &partitions(),
+        group,
+        now,
+        epoch_bump,
+    )
 }
 
 /// The error code answering `result` at `version`: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH

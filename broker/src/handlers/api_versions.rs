@@ -6,15 +6,27 @@
 //! From v3, a client software name or version that is not `[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?`
 //! gets INVALID_REQUEST with no API list, as Kafka's `ApiVersionsRequest.isValid`.
 //!
-//! Deviations from Apache Kafka: no supported or finalized features are advertised.
+//! From v3, the `transaction.version` feature finalized at the cluster's
+//! [`crate::TransactionVersion`] (min and max level both 1 or 2), and from v4 supported 0–2 (a
+//! supported feature whose lowest level is 0 is left out of v3 answers, KAFKA-17011), as the
+//! Kafka 4.4.0 broker of `fixtures/kafka/kafka.sh` advertises it (finalized 2 there); clients
+//! choose transaction version 2 (KIP-890 part 2) from the finalized level.
+//!
+//! Deviations from Apache Kafka: `transaction.version` is the only feature advertised (Kafka
+//! 4.x also lists `metadata.version`, `kraft.version`, `group.version` and others); the
+//! finalized features' epoch is always 1, where Kafka gives the metadata offset they were read
+//! at.
 //!
 //! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
 //! recordings in `fixtures/conformance/`): ApiVersions itself stops at v4, the codec's highest,
 //! where Kafka 4.4 serves v5 (`api_versions_unsupported_version`); Produce is advertised from v3, where Kafka 4.4 advertises
 //! v0 and closes the connection of a v0–v2 request; ListOffsets, OffsetCommit, OffsetFetch,
-//! ApiVersions and DeleteGroups stop one version below Kafka 4.4 (`api_versions_implemented_apis`).
+//! ApiVersions, DeleteGroups and TxnOffsetCommit stop one version below Kafka 4.4
+//! (`api_versions_implemented_apis`).
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, ResponseKind};
 use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
@@ -25,7 +37,7 @@ use super::{Ctx, REGISTRY};
 pub const VERSIONS: VersionRange = ApiVersionsRequest::VERSIONS;
 
 /// Lists every implemented API with its version range.
-pub fn handle(_ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiVersionsResponse {
+pub fn handle(ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiVersionsResponse {
     let valid = version < 3
         || (is_valid_software_field(request.client_software_name.as_str())
             && is_valid_software_field(request.client_software_version.as_str()));
@@ -33,8 +45,26 @@ pub fn handle(_ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiV
         return ApiVersionsResponse::default()
             .with_error_code(ResponseError::InvalidRequest.code());
     }
-    ApiVersionsResponse::default().with_api_keys(api_keys())
+    let level = ctx.shared.config.transaction_version.level();
+    ApiVersionsResponse::default()
+        .with_api_keys(api_keys())
+        .with_supported_features(if version >= 4 {
+            vec![SupportedFeatureKey::default()
+                .with_name(super::str_bytes(TRANSACTION_VERSION))
+                .with_min_version(0)
+                .with_max_version(2)]
+        } else {
+            Vec::new()
+        })
+        .with_finalized_features_epoch(1)
+        .with_finalized_features(vec![FinalizedFeatureKey::default()
+            .with_name(super::str_bytes(TRANSACTION_VERSION))
+            .with_max_version_level(level)
+            .with_min_version_level(level)])
 }
+
+/// Kafka's name of the transaction protocol feature (`TransactionVersion.FEATURE_NAME`).
+pub const TRANSACTION_VERSION: &str = "transaction.version";
 
 fn is_valid_software_field(s: &str) -> bool {
     let alphanumeric = |c: char| c.is_ascii_alphanumeric();

@@ -11,8 +11,12 @@
 //! (KIP-360) must name the current ones, or those before the last bump (a retry, answered with
 //! the current ones), else PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4, as Kafka maps it).
 //!
-//! Deviations from Apache Kafka: kmock has no transactions yet, so there is never an ongoing
-//! transaction to abort before the epoch is bumped.
+//! An open transaction of the transactional id is aborted first, with the epoch bumped once
+//! (fencing the producer that opened it), and the call is answered CONCURRENT_TRANSACTIONS so
+//! that its retry bumps again ([`crate::state::ClusterState::init_transactional_producer`]).
+//!
+//! Deviations from Apache Kafka: the abort's markers are written before the answer, where
+//! Kafka writes them after (a retry may then meet CONCURRENT_TRANSACTIONS again there).
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kafka_protocol::protocol::{Message, VersionRange};

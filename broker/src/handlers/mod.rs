@@ -16,6 +16,8 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
+pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -25,6 +27,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 mod offset_answers;
 pub mod offset_commit;
@@ -121,6 +124,12 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
     (ApiKey::AddOffsetsToTxn, add_offsets_to_txn::VERSIONS),
     (ApiKey::EndTxn, end_txn::VERSIONS),
     (ApiKey::TxnOffsetCommit, txn_offset_commit::VERSIONS),
+    (ApiKey::DescribeProducers, describe_producers::VERSIONS),
+    (
+        ApiKey::DescribeTransactions,
+        describe_transactions::VERSIONS,
+    ),
+    (ApiKey::ListTransactions, list_transactions::VERSIONS),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -209,6 +218,15 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(ctx, r, v)),
         RequestKind::TxnOffsetCommit(r) => {
             ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(ctx, r, v))
+        }
+        RequestKind::DescribeProducers(r) => {
+            ResponseKind::DescribeProducers(describe_producers::handle(ctx, r, v))
+        }
+        RequestKind::DescribeTransactions(r) => {
+            ResponseKind::DescribeTransactions(describe_transactions::handle(ctx, r, v))
+        }
+        RequestKind::ListTransactions(r) => {
+            ResponseKind::ListTransactions(list_transactions::handle(ctx, r, v))
         }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))

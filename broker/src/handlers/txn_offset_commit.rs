@@ -1,4 +1,4 @@
-//! TxnOffsetCommit (API key 28), versions 0–4 (transaction version 1).
+//! TxnOffsetCommit (API key 28), versions 0–5.
 //!
 //! As Kafka's `KafkaApis.handleTxnOffsetCommitRequest` and the group coordinator's
 //! `commitTransactionalOffsets`, in Kafka's order: partitions of unknown topics get
@@ -12,7 +12,13 @@
 //! OFFSET_METADATA_TOO_LARGE. Accepted offsets stay pending, invisible to OffsetFetch, until
 //! the transaction's EndTxn commits them (or drops them on abort).
 //!
-//! Deviations from Apache Kafka: v5 (transaction version 2) is not implemented.
+//! With transaction version 2 ([`crate::TransactionVersion::V2`]), a v5 request whose group
+//! is not in the transaction adds it (KIP-890 part 2: a version-2 client sends no
+//! AddOffsetsToTxn), opening the transaction if none was; with version 1, or below v5, it is
+//! refused as above.
+//!
+//! Deviations from Apache Kafka: Kafka 4.4 serves v6, kmock stops at v5 (the codec's
+//! highest).
 
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
@@ -23,7 +29,7 @@ use super::Ctx;
 use crate::state::ClusterState;
 
 /// Versions implemented.
-pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+pub const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
 
 /// Keeps each partition's offset pending in the transaction, or answers why not.
 pub fn handle(
@@ -62,7 +68,7 @@ fn check(
     if group_id.is_empty() {
         return Err(ResponseError::InvalidGroupId);
     }
-    let txn = state
+    let in_txn = state
         .transactions
         .check_producer(
             request.transactional_id.0.as_str(),
@@ -72,8 +78,20 @@ fn check(
         .map_err(|e| match e {
             ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
             e => e,
-        })?;
-    if !txn.groups.contains(group_id) {
+        })?
+        .groups
+        .contains(group_id);
+    let adds_group =
+        version >= 5 && ctx.shared.config.transaction_version >= crate::TransactionVersion::V2;
+    if !in_txn && adds_group {
+        let producer = crate::state::producers::ProducerIdAndEpoch {
+            producer_id: request.producer_id.0,
+            producer_epoch: request.producer_epoch,
+        };
+        let now = (tokio::time::Instant::now(), ctx.shared.now_ms());
+        let txn_id = request.transactional_id.0.as_str();
+        state.add_to_transaction(txn_id, producer, &[], Some(group_id), now, true)?;
+    } else if !in_txn {
         return Err(if version >= 4 {
             ResponseError::TransactionAbortable
         } else {

@@ -25,6 +25,7 @@ mod size;
 mod snapshot;
 mod store;
 pub mod summary;
+mod txn_admin_summary;
 mod txn_summary;
 
 use std::borrow::Cow;

@@ -223,7 +223,9 @@ pub(crate) fn summarize(
                 topics,
             })
         }
-        other => super::txn_summary::summarize(other).unwrap_or(RequestSummary::Other),
+        other => super::txn_summary::summarize(other)
+            .or_else(|| super::txn_admin_summary::summarize(other))
+            .unwrap_or(RequestSummary::Other),
     }
 }
 

@@ -109,7 +109,10 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
         (RequestSummary::SyncGroup(s), ResponseKind::SyncGroup(r)) => {
             s.assignment = consumer_assignment(&r.assignment);
         }
-        (summary, response) => super::txn_summary::complete(summary, response),
+        (summary, response) => {
+            super::txn_summary::complete(summary, response);
+            super::txn_admin_summary::complete(summary, response);
+        }
     }
 }
 
@@ -196,7 +199,9 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
             .flat_map(|t| &t.partitions)
             .map(|p| p.error_code)
             .collect(),
-        other => super::txn_summary::error_codes(other).unwrap_or_default(),
+        other => super::txn_summary::error_codes(other)
+            .or_else(|| super::txn_admin_summary::error_codes(other))
+            .unwrap_or_default(),
     };
     let mut distinct = Vec::new();
     for code in codes.into_iter().filter(|&c| c != 0) {

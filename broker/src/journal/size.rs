@@ -66,6 +66,12 @@ impl Heap for RecordDigest {
     }
 }
 
+impl Heap for i64 {
+    fn heap(&self) -> usize {
+        0
+    }
+}
+
 impl Heap for i32 {
     fn heap(&self) -> usize {
         0
@@ -130,6 +136,10 @@ heap_of_fields! {
     TxnOffsetCommitSummary => [transactional_id, group_id, member_id, group_instance_id,
         partitions],
     EndTxnSummary => [transactional_id],
+    DescribedTransaction => [transactional_id, state],
+    DescribeTransactionsSummary => [transactions],
+    ListTransactionsSummary => [state_filters, producer_id_filters, transactional_id_pattern],
+    DescribeProducersSummary => [topics],
 }
 
 impl Heap for RequestSummary {
@@ -151,6 +161,9 @@ impl Heap for RequestSummary {
             Self::AddOffsetsToTxn(s) => s.heap(),
             Self::TxnOffsetCommit(s) => s.heap(),
             Self::EndTxn(s) => s.heap(),
+            Self::DescribeTransactions(s) => s.heap(),
+            Self::ListTransactions(s) => s.heap(),
+            Self::DescribeProducers(s) => s.heap(),
             Self::Other => 0,
         }
     }

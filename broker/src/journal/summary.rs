@@ -12,6 +12,7 @@ pub use crate::state::batch::RecordDigest;
 
 pub(crate) use super::request::{add_digests, summarize};
 pub(crate) use super::response::{complete, error_codes};
+pub use super::txn_admin_summary::*;
 pub use super::txn_summary::*;
 
 /// Most items one summary keeps in its list: the partitions of a Produce, Fetch, ListOffsets
@@ -76,6 +77,12 @@ pub enum RequestSummary {
     TxnOffsetCommit(TxnOffsetCommitSummary),
     /// EndTxn: the transaction, commit or abort, and the answer.
     EndTxn(EndTxnSummary),
+    /// DescribeTransactions: the ids asked about, and their states answered.
+    DescribeTransactions(DescribeTransactionsSummary),
+    /// ListTransactions: the filters, and how many transactions were listed.
+    ListTransactions(ListTransactionsSummary),
+    /// DescribeProducers: the partitions asked about.
+    DescribeProducers(DescribeProducersSummary),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -93,6 +100,9 @@ impl RequestSummary {
             Self::Metadata(s) => s.dropped_topics,
             Self::AddPartitionsToTxn(s) => s.dropped_partitions,
             Self::TxnOffsetCommit(s) => s.dropped_partitions,
+            Self::DescribeTransactions(s) => s.dropped_transactions,
+            Self::ListTransactions(s) => s.dropped_filters,
+            Self::DescribeProducers(s) => s.dropped_partitions,
             _ => 0,
         }
     }

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::request::commit_partitions;
 use super::summary::{bounded_len, is_zero, CommitPartition, RequestSummary, MAX_SUMMARY_ITEMS};
 
-/// An AddPartitionsToTxn request (v0–3).
+/// An AddPartitionsToTxn request. A v4+ request (a batch of transactions, sent by partition
+/// leaders) is summarized by its first transaction; the others are counted in
+/// `other_transactions`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddPartitionsToTxnSummary {
     /// Transactional id.
@@ -23,6 +25,18 @@ pub struct AddPartitionsToTxnSummary {
     /// JSON when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_partitions: u64,
+    /// v4+: whether the first transaction is only verified, not added to (absent from JSON
+    /// when false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub verify_only: bool,
+    /// v4+: transactions of the batch after the first, counted, not kept (absent from JSON
+    /// when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub other_transactions: u64,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One partition added to a transaction.
@@ -89,11 +103,43 @@ pub struct EndTxnSummary {
     pub committed: bool,
     /// Error code answered; `None` until answered.
     pub error_code: Option<i16>,
+    /// The producer id a v5+ answer names to go on with (transaction version 2: the same id,
+    /// or a new one when the epoch was exhausted); absent from JSON before v5 and on errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_producer_id: Option<i64>,
+    /// The producer epoch a v5+ answer names (the bumped epoch); absent as `new_producer_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_producer_epoch: Option<i16>,
 }
 
 /// The summary of a transaction API request, `None` for other APIs.
 pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
     Some(match request {
+        RequestKind::AddPartitionsToTxn(r) if !r.transactions.is_empty() => {
+            let first = &r.transactions[0];
+            let total = first.topics.iter().map(|t| t.partitions.len()).sum();
+            let partitions: Vec<_> = first
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(move |&p| TxnPartition {
+                        topic: t.name.0.as_str().to_owned(),
+                        partition: p,
+                        error_code: None,
+                    })
+                })
+                .take(MAX_SUMMARY_ITEMS)
+                .collect();
+            RequestSummary::AddPartitionsToTxn(AddPartitionsToTxnSummary {
+                transactional_id: first.transactional_id.0.as_str().to_owned(),
+                producer_id: first.producer_id.0,
+                producer_epoch: first.producer_epoch,
+                dropped_partitions: bounded_len(total, partitions.len()),
+                partitions,
+                verify_only: first.verify_only,
+                other_transactions: r.transactions.len() as u64 - 1,
+            })
+        }
         RequestKind::AddPartitionsToTxn(r) => {
             let total = r
                 .v3_and_below_topics
@@ -118,6 +164,8 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
                 producer_epoch: r.v3_and_below_producer_epoch,
                 dropped_partitions: bounded_len(total, partitions.len()),
                 partitions,
+                verify_only: false,
+                other_transactions: 0,
             })
         }
         RequestKind::AddOffsetsToTxn(r) => {
@@ -150,6 +198,8 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
             producer_epoch: r.producer_epoch,
             committed: r.committed,
             error_code: None,
+            new_producer_id: None,
+            new_producer_epoch: None,
         }),
         _ => return None,
     })
@@ -160,8 +210,14 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
 pub(super) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
     match (summary, response) {
         (RequestSummary::AddPartitionsToTxn(s), ResponseKind::AddPartitionsToTxn(r)) => {
-            let answers = r
-                .results_by_topic_v3_and_below
+            // v4+: the first transaction's answer (kmock answers them in request order).
+            let batch = r
+                .results_by_transaction
+                .first()
+                .filter(|t| t.transactional_id.0.as_str() == s.transactional_id)
+                .map(|t| &t.topic_results);
+            let answers = batch
+                .unwrap_or(&r.results_by_topic_v3_and_below)
                 .iter()
                 .flat_map(|t| &t.results_by_partition);
             for (p, a) in s.partitions.iter_mut().zip(answers) {
@@ -179,6 +235,10 @@ pub(super) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
         }
         (RequestSummary::EndTxn(s), ResponseKind::EndTxn(r)) => {
             s.error_code = Some(r.error_code);
+            if r.error_code == 0 && r.producer_id.0 >= 0 {
+                s.new_producer_id = Some(r.producer_id.0);
+                s.new_producer_epoch = Some(r.producer_epoch);
+            }
         }
         _ => {}
     }
@@ -191,6 +251,11 @@ pub(super) fn error_codes(response: &ResponseKind) -> Option<Vec<i16>> {
             .chain(
                 r.results_by_topic_v3_and_below
                     .iter()
+                    .chain(
+                        r.results_by_transaction
+                            .iter()
+                            .flat_map(|t| &t.topic_results),
+                    )
                     .flat_map(|t| &t.results_by_partition)
                     .map(|p| p.partition_error_code),
             )

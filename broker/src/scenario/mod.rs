@@ -7,6 +7,7 @@
 //! host: 127.0.0.1           # default 127.0.0.1
 //! seed: 7                   # seeds `probability` rules (default 0)
 //! kafka_version: "2.4"      # behaviour to copy where versions differ (default: latest)
+//! transaction_version: 2    # the transaction.version feature finalized, 1 or 2 (default 1)
 //! auto_create_topics: true  # default true
 //! default_partitions: 1     # default 1
 //! replication_factor: 3     # replicas of new topics' partitions (default 3, or fewer brokers)
@@ -52,7 +53,7 @@ pub(crate) use rules::screaming;
 pub use rules::{api_named, parse_rule, RuleSpec};
 
 use crate::check::{self, Checks};
-use crate::cluster::{ClusterBuilder, KafkaVersion};
+use crate::cluster::{ClusterBuilder, KafkaVersion, TransactionVersion};
 use crate::error::Error;
 use crate::faults::Rule;
 
@@ -76,6 +77,9 @@ pub struct Scenario {
     /// Kafka version whose behaviour to copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kafka_version: Option<String>,
+    /// The `transaction.version` feature finalized: 1 or 2 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_version: Option<i64>,
     /// Whether Metadata creates unknown topics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_create_topics: Option<bool>,
@@ -228,6 +232,9 @@ impl Scenario {
         if let Some(v) = &scenario.kafka_version {
             v.parse::<KafkaVersion>().map_err(|e| e.to_string())?;
         }
+        if let Some(v) = scenario.transaction_version {
+            TransactionVersion::from_level(v).map_err(|e| e.to_string())?;
+        }
         Ok(scenario)
     }
 
@@ -254,6 +261,9 @@ impl Scenario {
         }
         if let Some(v) = &self.kafka_version {
             b = b.kafka_version(v.parse()?);
+        }
+        if let Some(v) = self.transaction_version {
+            b = b.transaction_version(TransactionVersion::from_level(v)?);
         }
         if let Some(on) = self.auto_create_topics {
             b = b.auto_create_topics(on);
@@ -389,8 +399,12 @@ mod tests {
                 "kmock implements Produce 3–13",
             ),
             (
-                "api: DescribeTransactions\nsilence: true",
-                "kmock does not implement DescribeTransactions",
+                "api: DescribeAcls\nsilence: true",
+                "kmock does not implement DescribeAcls",
+            ),
+            (
+                "api: Metadata\ntransactional_id: t\nsilence: true",
+                "Metadata requests carry no transactional_id",
             ),
             (
                 "api: Fetch\nafter: 2s\nuntil: 1s\nsilence: true",

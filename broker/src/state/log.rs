@@ -135,6 +135,12 @@ impl PartitionLog {
             })
     }
 
+    /// The first offset of producer `producer_id`'s open transaction on this partition, -1
+    /// when none is open (DescribeProducers' `current_txn_start_offset`).
+    pub fn ongoing_transaction_start(&self, producer_id: i64) -> i64 {
+        self.ongoing.get(&producer_id).copied().unwrap_or(-1)
+    }
+
     /// Whether producer `producer_id` has a transaction open on this partition (a transactional
     /// batch appended and no marker since).
     pub fn has_ongoing_transaction(&self, producer_id: i64) -> bool {

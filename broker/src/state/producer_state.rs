@@ -11,7 +11,9 @@
 //!    OUT_OF_ORDER_SEQUENCE_NUMBER (45);
 //! 5. within an epoch the base sequence must be last + 1, wrapping from 2^31−1 to 0, else 45;
 //! 6. with no state for the producer any sequence is accepted (Kafka 2.5+, KIP-360); emulating
-//!    Kafka before 2.5, a non-zero sequence without state is UNKNOWN_PRODUCER_ID (59).
+//!    Kafka before 2.5, a non-zero sequence without state is UNKNOWN_PRODUCER_ID (59);
+//! 7. a producer whose epoch began with a transaction marker (a transaction version 2 EndTxn,
+//!    or a fence, bumped it) and has no batch since must start at sequence 0, else 45.
 //!
 //! A batch in a new epoch clears the five-batch cache; a sixth batch evicts the oldest, so a
 //! retry of an evicted batch gets 45.
@@ -39,6 +41,39 @@ struct BatchMetadata {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMetadata>,
+    /// Max timestamp of the last batch, or the timestamp of the last marker (Kafka's
+    /// `ProducerStateEntry.lastTimestamp`).
+    last_timestamp: i64,
+    /// Coordinator epoch of the last marker, -1 before one.
+    coordinator_epoch: i32,
+}
+
+impl ProducerEntry {
+    fn new(epoch: i16) -> Self {
+        Self {
+            epoch,
+            batches: VecDeque::with_capacity(BATCHES_RETAINED),
+            last_timestamp: -1,
+            coordinator_epoch: -1,
+        }
+    }
+}
+
+/// What DescribeProducers tells of one producer of a partition (Kafka's
+/// `ProducerStateManager.activeProducers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Its current epoch on the partition.
+    pub producer_epoch: i16,
+    /// The last sequence of its last batch kept, -1 when none is (only markers since its
+    /// epoch began).
+    pub last_sequence: i32,
+    /// Max timestamp of its last batch, or its last marker's timestamp (ms).
+    pub last_timestamp: i64,
+    /// Coordinator epoch of its last marker, -1 before one.
+    pub coordinator_epoch: i32,
 }
 
 /// What to do with a batch.
@@ -141,6 +176,14 @@ impl ProducerStates {
             return Verdict::Append;
         }
         match entry.batches.back() {
+            // Only a marker since the epoch began (Kafka's entry has no last sequence, and
+            // `inSequence(NO_SEQUENCE, first)` holds for 0 alone).
+            None if first != 0 => reject(
+                ResponseError::OutOfOrderSequenceNumber,
+                format!(
+                    "producer {pid} epoch {epoch}: its epoch began with a transaction marker here, so its first batch must start at sequence 0, got {first}"
+                ),
+            ),
             Some(previous) if !in_sequence(previous.last_seq, first) => reject(
                 ResponseError::OutOfOrderSequenceNumber,
                 format!(
@@ -159,18 +202,46 @@ impl ProducerStates {
     /// Records a transaction marker of `producer_id` at `producer_epoch`: a higher epoch (the
     /// coordinator fenced the producer) becomes the producer's, forgetting its batches, as
     /// Kafka's `ProducerAppendInfo.appendEndTxnMarker`; sequences go on across transactions.
-    pub fn record_marker(&mut self, producer_id: i64, producer_epoch: i16) {
+    /// The marker's `coordinator_epoch` and `timestamp` (ms) become the producer's.
+    pub fn record_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        timestamp: i64,
+    ) {
         let entry = self
             .producers
             .entry(producer_id)
-            .or_insert_with(|| ProducerEntry {
-                epoch: producer_epoch,
-                batches: VecDeque::with_capacity(BATCHES_RETAINED),
-            });
+            .or_insert_with(|| ProducerEntry::new(producer_epoch));
         if producer_epoch > entry.epoch {
             entry.epoch = producer_epoch;
             entry.batches.clear();
         }
+        entry.coordinator_epoch = coordinator_epoch;
+        entry.last_timestamp = timestamp;
+    }
+
+    /// Whether producer `producer_id` has state on the partition (a batch or a marker).
+    pub fn knows(&self, producer_id: i64) -> bool {
+        self.producers.contains_key(&producer_id)
+    }
+
+    /// Every producer with state on the partition, by producer id.
+    pub fn active(&self) -> Vec<ActiveProducer> {
+        let mut all: Vec<ActiveProducer> = self
+            .producers
+            .iter()
+            .map(|(&producer_id, e)| ActiveProducer {
+                producer_id,
+                producer_epoch: e.epoch,
+                last_sequence: e.batches.back().map_or(-1, |b| b.last_seq),
+                last_timestamp: e.last_timestamp,
+                coordinator_epoch: e.coordinator_epoch,
+            })
+            .collect();
+        all.sort_by_key(|p| p.producer_id);
+        all
     }
 
     /// Records an appended batch of a producer (no-op for producer id -1).
@@ -181,10 +252,8 @@ impl ProducerStates {
         let entry = self
             .producers
             .entry(batch.producer_id)
-            .or_insert_with(|| ProducerEntry {
-                epoch: batch.producer_epoch,
-                batches: VecDeque::with_capacity(BATCHES_RETAINED),
-            });
+            .or_insert_with(|| ProducerEntry::new(batch.producer_epoch));
+        entry.last_timestamp = batch.max_timestamp;
         if entry.epoch != batch.producer_epoch {
             entry.epoch = batch.producer_epoch;
             entry.batches.clear();
@@ -413,5 +482,17 @@ mod tests {
     fn batches_without_producer_id_are_not_checked() {
         let s = ProducerStates::default();
         assert_eq!(s.check(&batch(-1, -1, -1, 1), false), Verdict::Append);
+    }
+
+    #[test]
+    fn after_a_marker_bumped_the_epoch_the_first_batch_starts_at_zero() {
+        let mut s = ProducerStates::default();
+        feed(&mut s, &[batch(7, 0, 0, 2)]);
+        s.record_marker(7, 1, 0, 0);
+        assert_eq!(
+            error(&s.check(&batch(7, 1, 5, 1), false)),
+            Some(ResponseError::OutOfOrderSequenceNumber)
+        );
+        assert_eq!(s.check(&batch(7, 1, 0, 1), false), Verdict::Append);
     }
 }

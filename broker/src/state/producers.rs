@@ -113,6 +113,43 @@ impl ProducerIds {
     }
 }
 
+impl ProducerIds {
+    /// Bumps the epoch of `transactional_id` at the end of a transaction (transaction version
+    /// 2, Kafka's `TransactionMetadata.prepareAbortOrCommit` and `prepareComplete`). Returns
+    /// the id and epoch the markers carry (the epoch bumped) and those the producer goes on
+    /// with: the same, or a new producer id at epoch 0 when the epoch was exhausted (32766 or
+    /// more before the bump, `TransactionMetadata.isEpochExhausted`).
+    ///
+    /// # Panics
+    /// If the transactional id was never initialised (the coordinator ends only known ones).
+    pub fn bump_at_end(
+        &mut self,
+        transactional_id: &str,
+    ) -> (ProducerIdAndEpoch, ProducerIdAndEpoch) {
+        let known = *self
+            .transactional
+            .get(transactional_id)
+            .expect("only initialised transactional ids end a transaction");
+        let marker = ProducerIdAndEpoch {
+            producer_id: known.current.producer_id,
+            producer_epoch: known.current.producer_epoch.saturating_add(1),
+        };
+        let (next, previous) = if known.current.producer_epoch >= i16::MAX - 1 {
+            (self.allocate(), None)
+        } else {
+            (marker, Some(known.current))
+        };
+        self.transactional.insert(
+            transactional_id.to_owned(),
+            Transactional {
+                current: next,
+                previous,
+            },
+        );
+        (marker, next)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ mod idempotence;
 mod offsets;
 mod produce;
 mod topics;
+mod transactions;
 mod versions;
 
 use std::path::PathBuf;
@@ -71,6 +72,7 @@ pub fn all() -> Vec<Case> {
         fetch::CASES,
         idempotence::CASES,
         groups::CASES,
+        &transactions::cases(),
     ]
     .concat()
 }

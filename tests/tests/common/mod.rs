@@ -58,6 +58,23 @@ pub async fn start(brokers: usize, topics: &[&str], partitions: i32) -> Result<(
     Ok((cluster, client))
 }
 
+/// Waits until the journal's last entry is answered (the journal completes an entry as its
+/// answer is sent, so a client may hold the answer before the journal does), with a generous
+/// guard that only catches a hang. Requests of one connection are answered in order, so the
+/// earlier requests of the same connection are answered too.
+pub async fn last_answered(cluster: &Cluster) -> Result<()> {
+    let Some(last) = cluster.journal().entries().last().map(|e| e.seq) else {
+        return Ok(());
+    };
+    cluster
+        .wait_for(
+            |e| e.seq == last && e.response.is_some(),
+            std::time::Duration::from_secs(60),
+        )
+        .await?;
+    Ok(())
+}
+
 /// The address of broker `node_id` (node ids are 1..=n, in start order).
 pub fn broker_addr(cluster: &Cluster, node_id: i32) -> SocketAddr {
     cluster.brokers()[node_id as usize - 1].addr
@@ -104,5 +121,6 @@ pub mod groups;
 pub mod idempotent;
 pub mod jsonl;
 pub mod member;
+pub mod rdkafka_txn;
 pub mod requests;
 pub mod transactions;

@@ -241,3 +241,54 @@ pub async fn end_txn_ok(
         .await?;
     code_is("EndTxn", end.error_code, None)
 }
+
+/// A one-broker cluster finalizing transaction version 2 ([`kmock::TransactionVersion::V2`])
+/// with `topics` of `partitions` partitions each (auto-creation off), and a client connected
+/// to it.
+pub async fn start_v2(
+    topics: &[&str],
+    partitions: i32,
+) -> anyhow::Result<(kmock::Cluster, kmock_client::Client)> {
+    let mut builder = kmock::Cluster::builder()
+        .auto_create_topics(false)
+        .transaction_version(kmock::TransactionVersion::V2);
+    for topic in topics {
+        builder = builder.topic(topic, partitions);
+    }
+    let cluster = builder.start().await?;
+    let client = kmock_client::Client::connect(cluster.brokers()[0].addr).await?;
+    Ok((cluster, client))
+}
+
+/// EndTxn v5 (transaction version 2) of the transaction of `producer`: its error code, and the
+/// producer id and epoch it names.
+pub async fn end_txn_v5(
+    client: &kmock_client::Client,
+    transactional_id: &str,
+    (producer_id, epoch): (i64, i16),
+    commit: bool,
+) -> anyhow::Result<(i16, (i64, i16))> {
+    let end = client
+        .send(end_txn(transactional_id, producer_id, epoch, commit), 5)
+        .await?;
+    Ok((end.error_code, (end.producer_id.0, end.producer_epoch)))
+}
+
+/// Produce v12 (transaction version 2: the partition is added by the Produce) of a
+/// [`transactional_batch`]: the partition's error code.
+pub async fn produce_v12(
+    client: &kmock_client::Client,
+    transactional_id: &str,
+    (topic, partition): (&str, i32),
+    producer: (i64, i16),
+    first: i32,
+    count: usize,
+) -> anyhow::Result<i16> {
+    let produced = client
+        .send(
+            transactional_batch(transactional_id, topic, partition, producer, first, count),
+            12,
+        )
+        .await?;
+    Ok(produced.responses[0].partition_responses[0].error_code)
+}

@@ -18,6 +18,12 @@ pub(super) struct ProduceContext<'a> {
     pub(super) acks: i16,
     /// With a transactional id, its transaction as the coordinator knows it (`None`: unknown).
     pub(super) transaction: Option<Option<TxnMetadata>>,
+    /// Whether a partition not in the transaction is added to it (transaction version 2 and
+    /// Produce v12+), rather than refused.
+    pub(super) adds_partitions: bool,
+    /// The partitions this request added to its transaction, for the handler to add once
+    /// every partition was looked at.
+    pub(super) added: std::cell::RefCell<Vec<(String, i32)>>,
     pub(super) version: i16,
     pub(super) now_ms: i64,
 }
@@ -73,6 +79,23 @@ pub(super) fn append(
         ));
     }
     verify_transaction(request, &topic_name, index, partition, &valid.info)?;
+    // Transaction version 2: a transactional batch of a producer without state here begins a
+    // transaction at an epoch its EndTxn bumped, so its sequences begin at 0 (Kafka 4.4.0
+    // refuses another first sequence; fixtures/conformance/txn_v2_sequences_after_the_epoch_bump.txt).
+    let info = &valid.info;
+    if request.adds_partitions
+        && info.transactional
+        && info.base_sequence != 0
+        && !partition.producers.knows(info.producer_id)
+    {
+        return Err((
+            ResponseError::OutOfOrderSequenceNumber,
+            Some(format!(
+                "producer {} epoch {}: a version-2 transaction's first batch here must start at sequence 0, got {}",
+                info.producer_id, info.producer_epoch, info.base_sequence
+            )),
+        ));
+    }
     // `LogValidator.validateTimestamp`: CreateTime records within the topic's bounds of the
     // broker's clock.
     if let (None, Some((lowest, highest))) = (log_append_time, valid.record_timestamps) {
@@ -149,6 +172,12 @@ fn verify_transaction(
                 batch.producer_epoch, t.producer_epoch
             ),
         ),
+        Some(t)
+            if !t.partitions.contains(&(topic.to_owned(), index)) && request.adds_partitions =>
+        {
+            request.added.borrow_mut().push((topic.to_owned(), index));
+            Ok(())
+        }
         Some(t) if !t.partitions.contains(&(topic.to_owned(), index)) => fail(
             if request.version > 10 {
                 ResponseError::TransactionAbortable

@@ -33,10 +33,18 @@
 //! (`ProducerAppendInfo`). An appended transactional batch opens the producer's transaction on
 //! the partition, which holds back the last stable offset until its marker.
 //!
-//! Deviations from Apache Kafka: transaction version 2 (partitions added by Produce v12+) is
-//! not implemented, so a v12+ transactional batch to a partition not added is refused like a
-//! v11 one; the verification comes after the batch's validation and before the
-//! `min.insync.replicas` check, where Kafka verifies before both.
+//! With transaction version 2 ([`crate::TransactionVersion::V2`]) a v12+ transactional batch
+//! to a partition not in its transaction adds the partition (KIP-890 part 2, Kafka's
+//! AddPartitionsToTxn v5 from the leader to the coordinator), opening the transaction if none
+//! was, after the same producer id and epoch checks; the partition stays added even when the
+//! batch is then refused (a sequence error), as in Kafka, where the add comes first. With
+//! version 1, or below v12, it is refused as above. With version 2 a v12+ transactional batch
+//! of a producer without state on the partition must start at sequence 0
+//! (OUT_OF_ORDER_SEQUENCE_NUMBER otherwise, as Kafka 4.4.0 answers; version 1 takes any).
+//!
+//! Deviations from Apache Kafka: the verification comes after the batch's validation and
+//! before the `min.insync.replicas` check, where Kafka verifies before both; the coordinator
+//! is asked directly, so a coordinator that is down or moving does not refuse the batch.
 
 mod append;
 mod inspect;
@@ -116,6 +124,9 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
         ctx,
         acks: request.acks,
         transaction,
+        adds_partitions: version >= 12
+            && ctx.shared.config.transaction_version >= crate::TransactionVersion::V2,
+        added: Default::default(),
         version,
         now_ms: ctx.shared.now_ms(),
     };
@@ -194,6 +205,22 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                 .with_partition_responses(partition_responses)
         })
         .fold(Vec::new(), merge_topic);
+    let added = shared_request.added.take();
+    if let (false, Some(Some(txn)), Some(id)) = (
+        added.is_empty(),
+        &shared_request.transaction,
+        &request.transactional_id,
+    ) {
+        // Verified against this producer id and epoch above.
+        let producer = crate::state::producers::ProducerIdAndEpoch {
+            producer_id: txn.producer_id,
+            producer_epoch: txn.producer_epoch,
+        };
+        let now = (tokio::time::Instant::now(), shared_request.now_ms);
+        if let Err(e) = state.add_to_transaction(id.0.as_str(), producer, &added, None, now, true) {
+            tracing::debug!(error = ?e, "a Produce's partitions were not added to its transaction");
+        }
+    }
     drop(state);
     if appended {
         ctx.shared.data_arrived.notify_waiters();

@@ -87,16 +87,24 @@ impl ClusterState {
                 partitions: Default::default(),
                 groups: Default::default(),
                 started: None,
+                start_time_ms: -1,
+                epoch_bump: false,
+                previous_producer_id: None,
             });
         txn.producer_id = ids.producer_id;
         txn.producer_epoch = ids.producer_epoch;
         txn.timeout_ms = timeout_ms;
         txn.state = TxnState::Empty;
+        txn.start_time_ms = -1;
+        txn.epoch_bump = false;
         Ok(ids)
     }
 
     /// AddPartitionsToTxn (`partitions`) or AddOffsetsToTxn (`group`): the transaction becomes
-    /// Ongoing (starting its timeout if it was not) with them added.
+    /// Ongoing (starting its timeout if it was not) with them added. `epoch_bump` says the
+    /// add was made with transaction version 2 (by a Produce v12+, a TxnOffsetCommit v5+ or an
+    /// AddPartitionsToTxn v5), as Kafka's `prepareAddPartitions` records its
+    /// `clientTransactionVersion`.
     ///
     /// # Errors
     /// INVALID_PRODUCER_ID_MAPPING or PRODUCER_FENCED ([`super::Transactions::check_producer`]).
@@ -106,7 +114,8 @@ impl ClusterState {
         producer: ProducerIdAndEpoch,
         partitions: &[(String, i32)],
         group: Option<&str>,
-        now: Instant,
+        (now, now_ms): (Instant, i64),
+        epoch_bump: bool,
     ) -> Result<(), ResponseError> {
         self.transactions.check_producer(
             transactional_id,
@@ -120,8 +129,10 @@ impl ClusterState {
             .expect("checked above");
         if txn.state != TxnState::Ongoing {
             txn.started = Some(now);
+            txn.start_time_ms = now_ms;
             txn.state = TxnState::Ongoing;
         }
+        txn.epoch_bump = epoch_bump;
         txn.partitions.extend(partitions.iter().cloned());
         txn.groups.extend(group.map(str::to_owned));
         Ok(())
@@ -167,8 +178,16 @@ impl ClusterState {
             .extend(offsets);
     }
 
-    /// EndTxn (Kafka's `endTransaction`, transaction version 1): an open transaction is
+    /// EndTxn (Kafka's `TransactionCoordinator.endTransaction`): an open transaction is
     /// committed or aborted; a retry of the EndTxn that ended it is answered again.
+    ///
+    /// With `bump` (EndTxn v5+, transaction version 2) the epoch is bumped: the markers carry
+    /// the bumped epoch and the answer names it; when the epoch was exhausted (32766 or more,
+    /// Kafka's `isProducerEpochExhausted`), the answer names a new producer id at epoch 0
+    /// instead. After a version-2 transition the epoch sent must be the current one while a
+    /// transaction is open or none began, and once it ended the one before the bump (a retry,
+    /// or the last epoch of the rolled-over producer id); the current epoch with no transaction
+    /// open is INVALID_TXN_STATE (as Kafka 4.4.0 answers it); any other is PRODUCER_FENCED.
     ///
     /// # Errors
     /// INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, or INVALID_TXN_STATE when there is no
@@ -178,22 +197,78 @@ impl ClusterState {
         transactional_id: &str,
         producer: ProducerIdAndEpoch,
         commit: bool,
+        bump: bool,
         now_ms: i64,
     ) -> Result<Ended, ResponseError> {
-        let txn = self.transactions.check_producer(
-            transactional_id,
-            producer.producer_id,
-            producer.producer_epoch,
-        )?;
+        let txn = self
+            .transactions
+            .txns
+            .get(transactional_id)
+            .ok_or(ResponseError::InvalidProducerIdMapping)?;
+        let ended = matches!(
+            txn.state,
+            TxnState::CompleteCommit | TxnState::CompleteAbort
+        );
+        let retry_on_overflow = txn.epoch_bump
+            && txn.previous_producer_id == Some(producer.producer_id)
+            && producer.producer_epoch == i16::MAX - 1
+            && txn.producer_epoch == 0;
+        let retry_on_bump = txn.epoch_bump
+            && i32::from(txn.producer_epoch) == i32::from(producer.producer_epoch) + 1;
+        if txn.producer_id != producer.producer_id && !retry_on_overflow {
+            return Err(ResponseError::InvalidProducerIdMapping);
+        }
+        let current_epoch = producer.producer_epoch == txn.producer_epoch;
+        let retry = txn.epoch_bump && ended && (retry_on_bump || retry_on_overflow);
+        if !(current_epoch || retry) {
+            return Err(ResponseError::ProducerFenced);
+        }
+        if txn.epoch_bump && ended && !retry {
+            // The epoch of the next transaction, none begun: Kafka 4.4.0 answers
+            // INVALID_TXN_STATE (fixtures/conformance/txn_v2_end_txn_bumps_the_epoch.txt).
+            return Err(ResponseError::InvalidTxnState);
+        }
+        let current = ProducerIdAndEpoch {
+            producer_id: txn.producer_id,
+            producer_epoch: txn.producer_epoch,
+        };
         match (txn.state, commit) {
-            (TxnState::Ongoing, _) => Ok(self.complete_transaction(
-                transactional_id,
-                producer.producer_epoch,
-                commit,
-                now_ms,
-            )),
+            (TxnState::Ongoing, _) if bump => {
+                let (marker, next) = self.producers.bump_at_end(transactional_id);
+                let mut ended = self.complete_transaction(
+                    transactional_id,
+                    marker.producer_epoch,
+                    commit,
+                    now_ms,
+                );
+                let txn = self
+                    .transactions
+                    .txns
+                    .get_mut(transactional_id)
+                    .expect("ended above");
+                txn.epoch_bump = true;
+                if next.producer_id != marker.producer_id {
+                    txn.previous_producer_id = Some(marker.producer_id);
+                }
+                txn.producer_id = next.producer_id;
+                txn.producer_epoch = next.producer_epoch;
+                ended.producer = next;
+                Ok(ended)
+            }
+            (TxnState::Ongoing, _) => {
+                let ended = self.complete_transaction(
+                    transactional_id,
+                    producer.producer_epoch,
+                    commit,
+                    now_ms,
+                );
+                if let Some(txn) = self.transactions.txns.get_mut(transactional_id) {
+                    txn.epoch_bump = false;
+                }
+                Ok(ended)
+            }
             (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(Ended {
-                producer,
+                producer: current,
                 committed: commit,
                 markers: Vec::new(),
             }),
@@ -269,7 +344,8 @@ impl ClusterState {
             let marker =
                 control::marker(producer_id, marker_epoch, commit, coordinator_epoch, now_ms);
             let offset = p.log.append_marker(marker, commit, p.leader_epoch);
-            p.producers.record_marker(producer_id, marker_epoch);
+            p.producers
+                .record_marker(producer_id, marker_epoch, coordinator_epoch, now_ms);
             markers.push(MarkerWritten {
                 topic,
                 partition: index,

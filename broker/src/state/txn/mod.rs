@@ -60,6 +60,18 @@ pub struct TxnMetadata {
     pub groups: BTreeSet<String>,
     /// When the open transaction began (its first AddPartitionsToTxn or AddOffsetsToTxn).
     pub started: Option<Instant>,
+    /// When the last transaction began, in ms since the Unix epoch (-1 before the first:
+    /// Kafka's `txnStartTimestamp`, as DescribeTransactions answers it).
+    pub start_time_ms: i64,
+    /// Whether the last transition was made with transaction version 2 (Kafka's
+    /// `clientTransactionVersion.supportsEpochBump`): an EndTxn v5+, or a partition or group
+    /// added by a Produce v12+ or TxnOffsetCommit v5+. Then an EndTxn's epoch must be the
+    /// current one while a transaction is open, and the one before the last bump (a retry)
+    /// once it ended.
+    pub epoch_bump: bool,
+    /// The producer id before the last EndTxn rolled it over (its epoch was exhausted), to
+    /// recognise a retry of that EndTxn.
+    pub previous_producer_id: Option<i64>,
 }
 
 /// Every transactional id's transaction, and the offsets pending in open transactions.

@@ -35,7 +35,7 @@ fn open(state: &mut ClusterState, id: &str, group: Option<&str>) -> ProducerIdAn
         .unwrap();
     let partitions = [("t".to_owned(), 0), ("t".to_owned(), 1)];
     state
-        .add_to_transaction(id, producer, &partitions, group, Instant::now())
+        .add_to_transaction(id, producer, &partitions, group, (Instant::now(), 0), false)
         .unwrap();
     producer
 }
@@ -55,7 +55,9 @@ fn a_commit_writes_a_marker_to_every_partition_and_commits_the_pending_offsets()
         state.groups.get("g").unwrap().offsets.is_empty(),
         "pending until commit"
     );
-    let ended = state.end_transaction("tx", producer, true, 0).unwrap();
+    let ended = state
+        .end_transaction("tx", producer, true, false, 0)
+        .unwrap();
     let markers: Vec<(i32, i64)> = ended
         .markers
         .iter()
@@ -85,7 +87,9 @@ fn an_abort_drops_the_pending_offsets_and_enters_the_aborted_index() {
         producer.producer_id,
         vec![(("t".into(), 0), offset(5))],
     );
-    state.end_transaction("tx", producer, false, 0).unwrap();
+    state
+        .end_transaction("tx", producer, false, false, 0)
+        .unwrap();
     assert!(state.groups.get("g").unwrap().offsets.is_empty());
     assert!(!state.transactions.has_pending_offset("g", "t", 0));
     let aborted = state.topics["t"]
@@ -102,12 +106,12 @@ fn an_abort_drops_the_pending_offsets_and_enters_the_aborted_index() {
     );
     // A retried abort is answered again; a commit has nothing to commit.
     assert!(state
-        .end_transaction("tx", producer, false, 0)
+        .end_transaction("tx", producer, false, false, 0)
         .unwrap()
         .markers
         .is_empty());
     assert_eq!(
-        state.end_transaction("tx", producer, true, 0),
+        state.end_transaction("tx", producer, true, false, 0),
         Err(ResponseError::InvalidTxnState)
     );
 }
@@ -130,7 +134,7 @@ fn a_new_instance_aborts_the_open_transaction_with_a_fencing_epoch_then_bumps_ag
         .unwrap();
     assert_eq!((new.producer_id, new.producer_epoch), (old.producer_id, 2));
     assert_eq!(
-        state.end_transaction("tx", old, true, 0),
+        state.end_transaction("tx", old, true, false, 0),
         Err(ResponseError::ProducerFenced)
     );
 }
@@ -141,7 +145,7 @@ fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
     let producer = state.init_transactional_producer("tx", 1, None, 0).unwrap();
     let start = Instant::now();
     state
-        .add_to_transaction("tx", producer, &[("t".into(), 0)], None, start)
+        .add_to_transaction("tx", producer, &[("t".into(), 0)], None, (start, 0), false)
         .unwrap();
     assert!(
         state.abort_timed_out_transactions(start, 0).is_empty(),
@@ -153,7 +157,7 @@ fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
     assert!(!aborted[0].1.committed);
     assert_eq!(aborted[0].1.producer.producer_epoch, 1);
     assert_eq!(
-        state.add_to_transaction("tx", producer, &[], None, later),
+        state.add_to_transaction("tx", producer, &[], None, (later, 0), false),
         Err(ResponseError::ProducerFenced)
     );
 }
@@ -162,7 +166,9 @@ fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
 fn an_exhausted_epoch_is_fenced_to_i16_max_then_a_new_producer_id_starts_at_epoch_0() {
     let mut state = state_with_topic();
     let mut producer = open(&mut state, "tx", None);
-    state.end_transaction("tx", producer, false, 0).unwrap();
+    state
+        .end_transaction("tx", producer, false, false, 0)
+        .unwrap();
     // Every epoch a client can be given, up to i16::MAX - 1 (Kafka's isProducerEpochExhausted).
     while producer.producer_epoch < i16::MAX - 1 {
         producer = state
@@ -172,7 +178,14 @@ fn an_exhausted_epoch_is_fenced_to_i16_max_then_a_new_producer_id_starts_at_epoc
     assert_eq!(producer.producer_id, 0);
     let partitions = [("t".to_owned(), 0)];
     state
-        .add_to_transaction("tx", producer, &partitions, None, Instant::now())
+        .add_to_transaction(
+            "tx",
+            producer,
+            &partitions,
+            None,
+            (Instant::now(), 0),
+            false,
+        )
         .unwrap();
     // A new instance fences the open transaction with the last epoch, i16::MAX.
     assert_eq!(
@@ -201,8 +214,112 @@ fn an_exhausted_epoch_is_fenced_to_i16_max_then_a_new_producer_id_starts_at_epoc
             producer_epoch: epoch,
         };
         assert_eq!(
-            state.end_transaction("tx", old, false, 0),
+            state.end_transaction("tx", old, false, false, 0),
             Err(ResponseError::InvalidProducerIdMapping)
         );
     }
+}
+
+#[test]
+fn an_exhausted_epoch_rolls_the_producer_id_over_at_a_version_2_end() {
+    let mut state = state_with_topic();
+    let mut producer = state
+        .init_transactional_producer("tx", 60_000, None, 0)
+        .unwrap();
+    // Re-initialise up to the last epoch an InitProducerId gives (32766).
+    while producer.producer_epoch < i16::MAX - 1 {
+        producer = state
+            .init_transactional_producer("tx", 60_000, None, 0)
+            .unwrap();
+    }
+    let old_id = producer.producer_id;
+    state
+        .add_to_transaction(
+            "tx",
+            producer,
+            &[("t".into(), 0)],
+            None,
+            (Instant::now(), 0),
+            true,
+        )
+        .unwrap();
+    let ended = state
+        .end_transaction("tx", producer, true, true, 0)
+        .unwrap();
+    assert_eq!(ended.markers.len(), 1);
+    assert_ne!(ended.producer.producer_id, old_id, "a new producer id");
+    assert_eq!(ended.producer.producer_epoch, 0);
+    let marker = &state.topics["t"].partitions[0].log.batches()[0];
+    assert_eq!(
+        (marker.producer.0, marker.producer.1),
+        (old_id, i16::MAX),
+        "the marker carries the old id at the bumped epoch"
+    );
+    // A retry of that EndTxn names the old id and epoch: answered with the new ones.
+    assert_eq!(
+        state.end_transaction("tx", producer, true, true, 0),
+        Ok(super::coordinator::Ended {
+            producer: ended.producer,
+            committed: true,
+            markers: Vec::new(),
+        })
+    );
+    // The next transaction is the new id's; the old one is unknown to the transactional id.
+    let stale = ProducerIdAndEpoch {
+        producer_id: old_id,
+        producer_epoch: 0,
+    };
+    assert_eq!(
+        state.end_transaction("tx", stale, true, true, 0),
+        Err(ResponseError::InvalidProducerIdMapping)
+    );
+    let next = ended.producer;
+    state
+        .add_to_transaction(
+            "tx",
+            next,
+            &[("t".into(), 1)],
+            None,
+            (Instant::now(), 0),
+            true,
+        )
+        .unwrap();
+    let again = state.end_transaction("tx", next, false, true, 0).unwrap();
+    assert_eq!(
+        again.producer,
+        ProducerIdAndEpoch {
+            producer_id: next.producer_id,
+            producer_epoch: 1
+        }
+    );
+}
+
+#[test]
+fn a_version_2_end_answers_retries_and_refuses_the_next_epoch_with_nothing_open() {
+    let mut state = state_with_topic();
+    let producer = open(&mut state, "tx", None);
+    // `open` added with version 1; the EndTxn v5 still bumps (the request's version counts).
+    let ended = state
+        .end_transaction("tx", producer, true, true, 0)
+        .unwrap();
+    assert_eq!(ended.producer.producer_epoch, producer.producer_epoch + 1);
+    assert_eq!(
+        state.end_transaction("tx", ended.producer, true, true, 0),
+        Err(ResponseError::InvalidTxnState),
+        "no transaction open at the bumped epoch"
+    );
+    let older = ProducerIdAndEpoch {
+        producer_epoch: producer.producer_epoch - 1,
+        ..producer
+    };
+    assert_eq!(
+        state.end_transaction("tx", older, true, true, 0),
+        Err(ResponseError::ProducerFenced),
+        "an epoch neither current nor the last"
+    );
+    assert_eq!(
+        state.end_transaction("tx", producer, false, true, 0),
+        Err(ResponseError::InvalidTxnState),
+        "a retry that turned into an abort"
+    );
 }
