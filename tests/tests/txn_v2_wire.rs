@@ -8,7 +8,7 @@ mod common;
 
 use anyhow::{ensure, Result};
 use common::transactions::{
-    add_offsets, end_txn_v5, init_ok, latest_offset, produce_v12, start_v2, transactional_batch,
+    add_offsets, end_txn_v5, init_ok, latest_offset, produce_v12, start_v1, start_v2, transactional_batch,
     txn_id, txn_offset_commit,
 };
 use common::{code_is, name, same};
@@ -54,7 +54,7 @@ fn max_version(answer: &ApiVersionsResponse, api: ApiKey) -> Option<i16> {
 
 #[tokio::test]
 async fn api_versions_finalizes_the_cluster_transaction_version() -> Result<()> {
-    let (_v1, client) = common::start(1, &[], 1).await?;
+    let (_v1, client) = start_v1(&[], 1).await?;
     let request = || {
         ApiVersionsRequest::default()
             .with_client_software_name(common::text("kmock-tests"))
@@ -62,7 +62,7 @@ async fn api_versions_finalizes_the_cluster_transaction_version() -> Result<()> 
     };
     let v3 = client.send(request(), 3).await?;
     same(
-        "transaction.version by default, v3 (finalized, supported)",
+        "transaction.version 1, v3 (finalized, supported)",
         transaction_version(&v3),
         (Some((1, 1)), None),
     )?;
@@ -72,7 +72,7 @@ async fn api_versions_finalizes_the_cluster_transaction_version() -> Result<()> 
     );
     let v4 = client.send(request(), 4).await?;
     same(
-        "transaction.version by default, v4",
+        "transaction.version 1, v4",
         transaction_version(&v4),
         (Some((1, 1)), Some((0, 2))),
     )?;
@@ -95,10 +95,10 @@ async fn api_versions_finalizes_the_cluster_transaction_version() -> Result<()> 
         (None, None),
     )?;
 
-    let (_v2, client) = start_v2(&[], 1).await?;
+    let (_default, client) = common::start(1, &[], 1).await?;
     let v4 = client.send(request(), 4).await?;
     same(
-        "transaction.version 2, v4",
+        "transaction.version by default (2, as Kafka 4.x), v4",
         transaction_version(&v4),
         (Some((2, 2)), Some((0, 2))),
     )

@@ -95,8 +95,8 @@ impl ClusterBuilder {
     }
 
     /// The `transaction.version` feature the cluster finalizes ([`TransactionVersion`]).
-    /// Default [`TransactionVersion::V1`] (Kafka 3.x's transactions; Kafka 4.x finalizes 2 on a
-    /// new cluster). With [`TransactionVersion::V2`], ApiVersions advertises level 2, a
+    /// Default [`TransactionVersion::V2`], as Kafka 4.x finalizes it on a new cluster;
+    /// [`TransactionVersion::V1`] emulates Kafka 3.x's transactions. With [`TransactionVersion::V2`], ApiVersions advertises level 2, a
     /// transactional Produce v12+ adds its partition to the transaction, TxnOffsetCommit v5+ its
     /// group (KIP-890 part 2).
     pub fn transaction_version(mut self, version: TransactionVersion) -> Self {

@@ -77,10 +77,11 @@ impl std::fmt::Display for KafkaVersion {
 /// ApiVersions (v3+) advertises the finalized level, which is how clients choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum TransactionVersion {
-    /// `transaction.version=1`: Kafka 3.x's transactions (kmock's default).
-    #[default]
+    /// `transaction.version=1`: Kafka 3.x's transactions.
     V1,
-    /// `transaction.version=2`: KIP-890 part 2.
+    /// `transaction.version=2`: KIP-890 part 2 (kmock's default, as Kafka 4.x finalizes it on a
+    /// new cluster).
+    #[default]
     V2,
 }
 
@@ -181,7 +182,7 @@ impl Default for Config {
             max_frame_bytes: 100 * 1024 * 1024,
             cluster_id: "kmock-cluster".to_owned(),
             kafka_version: KafkaVersion::LATEST,
-            transaction_version: TransactionVersion::V1,
+            transaction_version: TransactionVersion::V2,
             journal_capacity: crate::journal::DEFAULT_CAPACITY,
             journal_max_bytes: crate::journal::DEFAULT_MAX_BYTES,
             offsets_topic_partitions: crate::state::coordinator::OFFSETS_TOPIC_PARTITIONS,

@@ -7,7 +7,7 @@
 //! host: 127.0.0.1           # default 127.0.0.1
 //! seed: 7                   # seeds `probability` rules (default 0)
 //! kafka_version: "2.4"      # behaviour to copy where versions differ (default: latest)
-//! transaction_version: 2    # the transaction.version feature finalized, 1 or 2 (default 1)
+//! transaction_version: 2    # the transaction.version feature finalized, 1 or 2 (default 2)
 //! auto_create_topics: true  # default true
 //! default_partitions: 1     # default 1
 //! replication_factor: 3     # replicas of new topics' partitions (default 3, or fewer brokers)

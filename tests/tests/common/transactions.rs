@@ -242,16 +242,33 @@ pub async fn end_txn_ok(
     code_is("EndTxn", end.error_code, None)
 }
 
-/// A one-broker cluster finalizing transaction version 2 ([`kmock::TransactionVersion::V2`])
-/// with `topics` of `partitions` partitions each (auto-creation off), and a client connected
-/// to it.
+/// A one-broker cluster finalizing transaction version 2 ([`kmock::TransactionVersion::V2`],
+/// kmock's default) with `topics` of `partitions` partitions each (auto-creation off), and a
+/// client connected to it.
 pub async fn start_v2(
+    topics: &[&str],
+    partitions: i32,
+) -> anyhow::Result<(kmock::Cluster, kmock_client::Client)> {
+    start_at(kmock::TransactionVersion::V2, topics, partitions).await
+}
+
+/// [`start_v2`] finalizing transaction version 1 ([`kmock::TransactionVersion::V1`], Kafka 3.x's
+/// transactions).
+pub async fn start_v1(
+    topics: &[&str],
+    partitions: i32,
+) -> anyhow::Result<(kmock::Cluster, kmock_client::Client)> {
+    start_at(kmock::TransactionVersion::V1, topics, partitions).await
+}
+
+async fn start_at(
+    version: kmock::TransactionVersion,
     topics: &[&str],
     partitions: i32,
 ) -> anyhow::Result<(kmock::Cluster, kmock_client::Client)> {
     let mut builder = kmock::Cluster::builder()
         .auto_create_topics(false)
-        .transaction_version(kmock::TransactionVersion::V2);
+        .transaction_version(version);
     for topic in topics {
         builder = builder.topic(topic, partitions);
     }
