@@ -97,6 +97,7 @@ pub async fn create_topic_with_configs(
 
 pub mod classic_group;
 pub mod cluster_ops;
+pub mod consumer_group;
 pub mod excerpt;
 pub mod groups;
 pub mod idempotent;

@@ -17,7 +17,7 @@
 //! fenced: removed, and the group epoch bumped.
 
 pub mod assignors;
-mod heartbeat;
+pub mod heartbeat;
 pub mod reconcile;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +27,7 @@ use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-pub use heartbeat::{HeartbeatAnswer, HeartbeatRequest, Refusal};
+pub use heartbeat::HeartbeatRequest;
 
 /// Partitions by topic id.
 pub type Partitions = BTreeMap<Uuid, BTreeSet<i32>>;
