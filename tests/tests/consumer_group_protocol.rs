@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
 };
 use kafka_protocol::ResponseError::*;
+use kmock::check::{Checks, Severity};
 use kmock::Cluster;
 use kmock_client::Client;
 
@@ -33,7 +34,7 @@ fn all(n: i32) -> BTreeSet<i32> {
 #[tokio::test]
 async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_commits_are_judged_by_member_epoch(
 ) -> Result<()> {
-    let (_cluster, c, t) = setup(Cluster::builder().topic(TOPIC, 6).start().await?).await?;
+    let (cluster, c, t) = setup(Cluster::builder().topic(TOPIC, 6).start().await?).await?;
     // A joins alone: epoch 1, all six partitions.
     let a = send(&c, join(GROUP, "member-a", &[TOPIC])).await?;
     ensure!(
@@ -106,6 +107,13 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
         "A's commit at an epoch above its own",
         commit(&c, GROUP, "member-a", 3, TOPIC, &[kept_one], 13).await?,
         vec![err(StaleMemberEpoch.code())],
+    )?;
+    // At its new epoch, Kafka takes a commit of any partition, also one A gave up: only the
+    // journal shows it (below).
+    same(
+        "A's commit of a revoked partition at its new epoch",
+        commit(&c, GROUP, "member-a", 2, TOPIC, &revoked[1..2], 15).await?,
+        vec![err(0)],
     )?;
     same(
         "a commit by a member id the group does not have",
@@ -187,6 +195,33 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
             .collect::<Vec<_>>(),
         vec![(GROUP, "consumer", "Stable")],
     )?;
+    // The checks name what happened, and only that: the commit of a partition A had given up
+    // (its heartbeat seq no longer listed it), and the refused commit at its old epoch.
+    let report = cluster.check(&Checks::default());
+    let unassigned: Vec<&str> = report
+        .of_kind("commit-for-unassigned-partition")
+        .map(|v| v.message.as_str())
+        .collect();
+    ensure!(
+        unassigned.len() == 1
+            && unassigned[0].contains(&format!("committed {TOPIC}-{}", revoked[1]))
+            && unassigned[0].contains("ConsumerGroupHeartbeat"),
+        "commit-for-unassigned-partition: got {unassigned:?}, expected one, of {TOPIC}-{}",
+        revoked[1]
+    );
+    let stale: Vec<(&str, Severity)> = report
+        .of_kind("stale-generation-commit")
+        .map(|v| (v.message.as_str(), v.severity))
+        .collect();
+    ensure!(
+        stale.len() == 1
+            && stale[0].1 == Severity::Warning
+            && stale[0]
+                .0
+                .contains("used member epoch 1 after that member had been answered member epoch 2"),
+        "stale-generation-commit: got {stale:?}, expected one warning for the epoch-1 commit"
+    );
+    same("violations", report.count(Severity::Violation), 1)?;
     // A leaves: epoch -1 answered, and the group epoch moves on.
     let left = send(&c, beat(GROUP, "member-a", -1, t, None)).await?;
     ensure!(

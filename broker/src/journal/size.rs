@@ -130,6 +130,14 @@ heap_of_fields! {
     TxnOffsetCommitSummary => [transactional_id, group_id, member_id, group_instance_id,
         partitions],
     EndTxnSummary => [transactional_id],
+    ConsumerGroupHeartbeatSummary => [group_id, member_id, instance_id, subscribed_topic_names,
+        server_assignor, owned, answered_member_id, assignment, topic_names],
+}
+
+impl Heap for uuid::Uuid {
+    fn heap(&self) -> usize {
+        0
+    }
 }
 
 impl Heap for RequestSummary {
@@ -151,6 +159,7 @@ impl Heap for RequestSummary {
             Self::AddOffsetsToTxn(s) => s.heap(),
             Self::TxnOffsetCommit(s) => s.heap(),
             Self::EndTxn(s) => s.heap(),
+            Self::ConsumerGroupHeartbeat(s) => s.heap(),
             Self::Other => 0,
         }
     }
