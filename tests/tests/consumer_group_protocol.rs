@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use common::consumer_group::{assigned, beat, commit, fetch_error, join, said, send};
@@ -34,19 +35,27 @@ fn all(n: i32) -> BTreeSet<i32> {
 #[tokio::test]
 async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_commits_are_judged_by_member_epoch(
 ) -> Result<()> {
-    let (cluster, c, t) = setup(Cluster::builder().topic(TOPIC, 6).start().await?).await?;
-    // A joins alone: epoch 1, all six partitions.
+    // Every change gets its target at once (Kafka 4.4 computes one at most every second).
+    let (cluster, c, t) = setup(
+        Cluster::builder()
+            .topic(TOPIC, 6)
+            .consumer_group_assignment_interval(Duration::ZERO)
+            .start()
+            .await?,
+    )
+    .await?;
+    // A joins alone: epoch 2 (a new group is at epoch 1, as in Kafka 4.4), all six partitions.
     let a = send(&c, join(GROUP, "member-a", &[TOPIC])).await?;
     ensure!(
-        a.error_code == 0 && a.member_epoch == 1,
+        a.error_code == 0 && a.member_epoch == 2,
         "A's join: {}",
         said(&a)
     );
     same("A's first assignment", assigned(&a, t), Some(all(6)))?;
-    // B joins: group epoch 2; everything is still A's, so B has nothing yet.
+    // B joins: group epoch 3; everything is still A's, so B has nothing yet.
     let b = send(&c, join(GROUP, "member-b", &[TOPIC])).await?;
     ensure!(
-        b.error_code == 0 && b.member_epoch == 2,
+        b.error_code == 0 && b.member_epoch == 3,
         "B's join: {}",
         said(&b)
     );
@@ -55,10 +64,10 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
         assigned(&b, t),
         Some(BTreeSet::new()),
     )?;
-    // A, still owning six, is asked to give three up and stays at epoch 1 until it has.
-    let a = send(&c, beat(GROUP, "member-a", 1, t, Some(&all(6)))).await?;
+    // A, still owning six, is asked to give three up and stays at epoch 2 until it has.
+    let a = send(&c, beat(GROUP, "member-a", 2, t, Some(&all(6)))).await?;
     ensure!(
-        a.error_code == 0 && a.member_epoch == 1,
+        a.error_code == 0 && a.member_epoch == 2,
         "A revoking: {}",
         said(&a)
     );
@@ -66,9 +75,9 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
     same("partitions A keeps", kept.len(), 3)?;
     let revoked: Vec<i32> = all(6).difference(&kept).copied().collect();
     // B asks again: the three are not released yet.
-    let b = send(&c, beat(GROUP, "member-b", 2, t, Some(&BTreeSet::new()))).await?;
+    let b = send(&c, beat(GROUP, "member-b", 3, t, Some(&BTreeSet::new()))).await?;
     ensure!(
-        b.error_code == 0 && b.member_epoch == 2,
+        b.error_code == 0 && b.member_epoch == 3,
         "B waiting: {}",
         said(&b)
     );
@@ -79,61 +88,61 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
     );
     // While revoking, A may still commit them at its epoch (its revocation callback does).
     same(
-        "A's commit of a partition pending revocation, epoch 1",
-        commit(&c, GROUP, "member-a", 1, TOPIC, &revoked[..1], 10).await?,
+        "A's commit of a partition pending revocation, epoch 2",
+        commit(&c, GROUP, "member-a", 2, TOPIC, &revoked[..1], 10).await?,
         vec![err(0)],
     )?;
-    // A acknowledges: epoch 2 with the three it keeps.
-    let a = send(&c, beat(GROUP, "member-a", 1, t, Some(&kept))).await?;
+    // A acknowledges: epoch 3 with the three it keeps.
+    let a = send(&c, beat(GROUP, "member-a", 2, t, Some(&kept))).await?;
     ensure!(
-        a.error_code == 0 && a.member_epoch == 2,
+        a.error_code == 0 && a.member_epoch == 3,
         "A revoked: {}",
         said(&a)
     );
-    // Now a commit at epoch 1 for a revoked partition is stale (KIP-1251), for a kept one
+    // Now a commit at epoch 2 for a revoked partition is stale (KIP-1251), for a kept one
     // it is fine; one stale partition fails the whole request.
     let kept_one = *kept.iter().next().expect("three kept");
     same(
         "A's commit of a kept partition at its previous epoch",
-        commit(&c, GROUP, "member-a", 1, TOPIC, &[kept_one], 11).await?,
+        commit(&c, GROUP, "member-a", 2, TOPIC, &[kept_one], 11).await?,
         vec![err(0)],
     )?;
     same(
         "A's commit of a revoked partition at its previous epoch",
-        commit(&c, GROUP, "member-a", 1, TOPIC, &[kept_one, revoked[0]], 12).await?,
+        commit(&c, GROUP, "member-a", 2, TOPIC, &[kept_one, revoked[0]], 12).await?,
         vec![err(StaleMemberEpoch.code()); 2],
     )?;
     same(
         "A's commit at an epoch above its own",
-        commit(&c, GROUP, "member-a", 3, TOPIC, &[kept_one], 13).await?,
+        commit(&c, GROUP, "member-a", 4, TOPIC, &[kept_one], 13).await?,
         vec![err(StaleMemberEpoch.code())],
     )?;
     // At its new epoch, Kafka takes a commit of any partition, also one A gave up: only the
     // journal shows it (below).
     same(
         "A's commit of a revoked partition at its new epoch",
-        commit(&c, GROUP, "member-a", 2, TOPIC, &revoked[1..2], 15).await?,
+        commit(&c, GROUP, "member-a", 3, TOPIC, &revoked[1..2], 15).await?,
         vec![err(0)],
     )?;
     same(
         "a commit by a member id the group does not have",
-        commit(&c, GROUP, "nobody", 2, TOPIC, &[kept_one], 14).await?,
+        commit(&c, GROUP, "nobody", 3, TOPIC, &[kept_one], 14).await?,
         vec![err(UnknownMemberId.code())],
     )?;
     same(
         "A's OffsetFetch at a stale epoch",
-        fetch_error(&c, GROUP, "member-a", 1, TOPIC).await?,
+        fetch_error(&c, GROUP, "member-a", 2, TOPIC).await?,
         err(StaleMemberEpoch.code()),
     )?;
     same(
         "A's OffsetFetch at its epoch",
-        fetch_error(&c, GROUP, "member-a", 2, TOPIC).await?,
+        fetch_error(&c, GROUP, "member-a", 3, TOPIC).await?,
         err(0),
     )?;
     // B gets what A released.
-    let b = send(&c, beat(GROUP, "member-b", 2, t, Some(&BTreeSet::new()))).await?;
+    let b = send(&c, beat(GROUP, "member-b", 3, t, Some(&BTreeSet::new()))).await?;
     ensure!(
-        b.error_code == 0 && b.member_epoch == 2,
+        b.error_code == 0 && b.member_epoch == 3,
         "B after release: {}",
         said(&b)
     );
@@ -142,7 +151,7 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
         assigned(&b, t),
         Some(revoked.iter().copied().collect()),
     )?;
-    // The group is Stable at epoch 2, described as Kafka does; DescribeGroups does not know
+    // The group is Stable at epoch 3, described as Kafka does; DescribeGroups does not know
     // it, ListGroups names its type.
     let d = c
         .send(
@@ -161,7 +170,7 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
             g.assignment_epoch,
             g.members.len(),
         ),
-        (0, "Stable", 2, 2, 2),
+        (0, "Stable", 3, 3, 2),
     )?;
     let classic = c
         .send(
@@ -218,7 +227,7 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
             && stale[0].1 == Severity::Warning
             && stale[0]
                 .0
-                .contains("used member epoch 1 after that member had been answered member epoch 2"),
+                .contains("used member epoch 2 after that member had been answered member epoch 3"),
         "stale-generation-commit: got {stale:?}, expected one warning for the epoch-1 commit"
     );
     same("violations", report.count(Severity::Violation), 1)?;
@@ -229,9 +238,9 @@ async fn a_second_member_gets_partitions_only_after_the_first_revoked_them_and_c
         "A leaving: {}",
         said(&left)
     );
-    let b = send(&c, beat(GROUP, "member-b", 2, t, None)).await?;
+    let b = send(&c, beat(GROUP, "member-b", 3, t, None)).await?;
     ensure!(
-        b.error_code == 0 && b.member_epoch == 3,
+        b.error_code == 0 && b.member_epoch == 4,
         "B after A left: {}",
         said(&b)
     );
@@ -245,6 +254,7 @@ async fn heartbeats_that_kafka_refuses_get_its_errors() -> Result<()> {
         Cluster::builder()
             .topic(TOPIC, 2)
             .consumer_group_max_size(3)
+            .consumer_group_assignment_interval(Duration::ZERO)
             .start()
             .await?,
     )

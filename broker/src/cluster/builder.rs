@@ -139,6 +139,15 @@ impl ClusterBuilder {
         self
     }
 
+    /// The least time between two target assignments of a KIP-848 consumer group (Kafka 4.4's
+    /// `group.consumer.assignment.interval.ms`). Default 1 s, as Kafka; `Duration::ZERO`
+    /// computes a new target on the first heartbeat after every change, which makes a
+    /// wire-level test's sequence of heartbeats independent of time.
+    pub fn consumer_group_assignment_interval(mut self, interval: Duration) -> Self {
+        self.config.consumer_groups.assignment_interval = interval;
+        self
+    }
+
     /// Members a KIP-848 consumer group takes before GROUP_MAX_SIZE_REACHED (Kafka's
     /// `group.consumer.max.size`). Default unlimited.
     pub fn consumer_group_max_size(mut self, members: usize) -> Self {

@@ -52,6 +52,8 @@ const IMPLEMENTED: &[ApiKey] = &[
     ApiKey::CreatePartitions,
     ApiKey::OffsetDelete,
     ApiKey::DescribeCluster,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 fn range(answer: &ApiVersionsResponse, key: i16) -> String {

@@ -216,7 +216,11 @@ impl Groups {
         if bump {
             cg.group_epoch += 1;
         }
-        if cg.group_epoch > cg.assignment_epoch {
+        // Kafka 4.4's `canComputeNextTargetAssignment`: at most once per interval.
+        let due = cg
+            .assigned_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= config.assignment_interval);
+        if cg.group_epoch > cg.assignment_epoch && due {
             let specs: BTreeMap<String, MemberSpec> = cg
                 .members
                 .iter()
@@ -230,6 +234,7 @@ impl Groups {
                 .collect();
             cg.target = assignors::assign(cg.assignor(), &specs, &cg.subscription_metadata);
             cg.assignment_epoch = cg.group_epoch;
+            cg.assigned_at = Some(now);
         }
         let before = cg.members[&member_id].clone();
         let mut after = before.clone();

@@ -12,6 +12,10 @@
 //! that member released them. Each assigned partition remembers the member epoch it was
 //! assigned at (KIP-1251's assignment epochs), which OffsetCommit checks.
 //!
+//! As Kafka 4.4, a target is computed at most once per `group.consumer.assignment.interval.ms`
+//! (1 s): a heartbeat within that time of the last computation reconciles towards the last
+//! target, and the group stays `Assigning` until a later heartbeat computes the next one.
+//!
 //! Timers run in [`super::Groups::tick`]: a member whose session expires (no heartbeat for
 //! `group.consumer.session.timeout.ms`) or that does not revoke within its rebalance timeout is
 //! fenced: removed, and the group epoch bumped.
@@ -54,6 +58,10 @@ pub struct ConsumerGroupConfig {
     pub heartbeat_interval: Duration,
     /// `group.consumer.max.size`: unlimited.
     pub max_size: usize,
+    /// `group.consumer.assignment.interval.ms` (Kafka 4.4): 1 s. A new target assignment is
+    /// computed on a heartbeat at most once in this interval; in between, members reconcile
+    /// towards the last one.
+    pub assignment_interval: Duration,
 }
 
 impl Default for ConsumerGroupConfig {
@@ -62,6 +70,7 @@ impl Default for ConsumerGroupConfig {
             session_timeout: Duration::from_secs(45),
             heartbeat_interval: Duration::from_secs(5),
             max_size: usize::MAX,
+            assignment_interval: Duration::from_secs(1),
         }
     }
 }
@@ -184,7 +193,7 @@ impl ConsumerGroupState {
 }
 
 /// A KIP-848 consumer group.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ConsumerGroup {
     /// The group epoch.
     pub group_epoch: i32,
@@ -196,6 +205,23 @@ pub struct ConsumerGroup {
     pub target: BTreeMap<String, Partitions>,
     /// What the last target was computed from: subscribed topic name → (id, partitions).
     pub(crate) subscription_metadata: BTreeMap<String, (Uuid, i32)>,
+    /// When the last target was computed.
+    pub(crate) assigned_at: Option<Instant>,
+}
+
+impl Default for ConsumerGroup {
+    /// A new group: group epoch 1 and assignment epoch 0, as Kafka 4.4's `ModernGroup`
+    /// starts one, so that its first member joins at epoch 2.
+    fn default() -> Self {
+        Self {
+            group_epoch: 1,
+            assignment_epoch: 0,
+            members: BTreeMap::new(),
+            target: BTreeMap::new(),
+            subscription_metadata: BTreeMap::new(),
+            assigned_at: None,
+        }
+    }
 }
 
 impl ConsumerGroup {
