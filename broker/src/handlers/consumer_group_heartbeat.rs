@@ -16,8 +16,9 @@
 //! assignment when it changed or the request was a full one. Errors carry Kafka's message.
 //!
 //! Deviations from Apache Kafka: a subscription by regular expression
-//! (`subscribed_topic_regex`) is refused with INVALID_REQUEST ("SubscribedTopicRegex is not
-//! supported by kmock."); a live classic group is not upgraded to a consumer group (Kafka's
+//! (a non-empty `subscribed_topic_regex`) is refused with INVALID_REQUEST ("SubscribedTopicRegex
+//! is not supported by kmock."; an empty one, which librdkafka sends beside its topic names,
+//! means none, as for Kafka); a live classic group is not upgraded to a consumer group (Kafka's
 //! `group.consumer.migration.policy` default, `bidirectional`, converts it when every member
 //! uses the consumer protocol type): it is answered as with the policy `disabled`; the rack id
 //! does not change the assignment (Kafka's assignors prefer same-rack partitions only when
@@ -80,7 +81,12 @@ pub fn handle(
     if let Err(r) = req.validate(version) {
         return refused(r);
     }
-    if req.subscribed_topic_regex.is_some() {
+    // An empty regex is no regex (librdkafka sends "" with its topic names, as Kafka takes).
+    if req
+        .subscribed_topic_regex
+        .as_deref()
+        .is_some_and(|r| !r.is_empty())
+    {
         return refused((
             ResponseError::InvalidRequest,
             "SubscribedTopicRegex is not supported by kmock.".to_owned(),

@@ -1,0 +1,237 @@
+//! librdkafka (the rdkafka crate's bundled 2.12) with `group.protocol=consumer`: the KIP-848
+//! consumer group protocol (ConsumerGroupHeartbeat, server-side assignment). Two members share
+//! six partitions, a third joins, one leaves, each committing after every message while a
+//! producer writes throughout: every message is consumed, none is fetched again after the
+//! group committed past it, and the checks stay clean.
+//!
+//! "Fetched again after a commit" is read from the journal in arrival order: a Fetch of a
+//! partition below an offset the group had already stored for it would hand out messages a
+//! commit said were done. With `KMOCK_REPEAT=N` the test runs N times.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use common::member::{describe, keep_producing, settle, wait_members, Member, SETTLE_TIMEOUT};
+use kmock::check::Severity;
+use kmock::journal::RequestSummary;
+use kmock::{Checks, Cluster};
+use kmock_tests::repeat;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::FutureProducer;
+
+const TOPIC: &str = "orders";
+const PARTITIONS: i32 = 6;
+const GROUP: &str = "billing";
+
+/// A KIP-848 member committing its position asynchronously after every message.
+fn member(cluster: &Cluster, name: &str) -> Result<Member> {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", cluster.bootstrap())
+        .set("group.id", GROUP)
+        .set("group.protocol", "consumer")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest");
+    Member::start(config, TOPIC, name, Some(1))
+}
+
+/// Fetches of a partition below an offset the group had stored for it before the fetch
+/// arrived, as lines.
+fn fetched_below_commits(cluster: &Cluster) -> Vec<String> {
+    let journal = cluster.journal();
+    let mut committed: HashMap<i32, (i64, u64)> = HashMap::new();
+    let mut found = Vec::new();
+    for e in journal.entries() {
+        match &e.request {
+            Some(RequestSummary::OffsetCommit(c)) if c.group_id == GROUP => {
+                for p in c.partitions.iter().filter(|p| p.error_code == Some(0)) {
+                    let slot = committed.entry(p.partition).or_insert((p.offset, e.seq));
+                    if p.offset > slot.0 {
+                        *slot = (p.offset, e.seq);
+                    }
+                }
+            }
+            Some(RequestSummary::Fetch(f))
+                if e.client_id
+                    .as_deref()
+                    .is_some_and(|c| c.starts_with("consumer")) =>
+            {
+                for p in f.partitions.iter().filter(|p| p.topic == TOPIC) {
+                    if let Some((offset, seq)) = committed.get(&p.partition) {
+                        if p.fetch_offset < *offset {
+                            found.push(format!(
+                                "Fetch seq {} by {:?} of {TOPIC}-{} at {} after OffsetCommit seq {seq} stored {offset}",
+                                e.seq, e.client_id, p.partition, p.fetch_offset
+                            ));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Per partition: records stored, the last offset the group stored, and each member's last
+/// fetch offset, for a failure's context.
+fn positions(cluster: &Cluster) -> String {
+    let journal = cluster.journal();
+    let mut lines = Vec::new();
+    for p in 0..PARTITIONS {
+        let stored: i64 = journal
+            .produce_batches()
+            .iter()
+            .filter(|b| b.batch.partition == p && b.batch.error_code == Some(0))
+            .map(|b| i64::from(b.batch.record_count))
+            .sum();
+        let committed = journal
+            .offset_commits()
+            .into_iter()
+            .filter(|c| c.commit.partition == p && c.commit.error_code == Some(0))
+            .map(|c| (c.entry.seq, c.member_id.clone(), c.commit.offset))
+            .last();
+        let mut fetched: HashMap<String, (u64, i64)> = HashMap::new();
+        for e in journal.api("Fetch") {
+            if let Some(RequestSummary::Fetch(f)) = &e.request {
+                for fp in f.partitions.iter().filter(|fp| fp.partition == p) {
+                    fetched.insert(
+                        e.client_id.clone().unwrap_or_default(),
+                        (e.seq, fp.fetch_offset),
+                    );
+                }
+            }
+        }
+        lines.push(format!(
+            "  {TOPIC}-{p}: {stored} stored, last commit {committed:?}, last fetches {fetched:?}"
+        ));
+    }
+    lines.join("\n")
+}
+
+/// The first heartbeats of the journal as JSON, for a failure's context.
+fn heartbeats(cluster: &Cluster) -> String {
+    let journal = cluster.journal();
+    let lines: Vec<String> = journal
+        .api("ConsumerGroupHeartbeat")
+        .take(6)
+        .map(|e| serde_json::to_string(&e.request).unwrap_or_default())
+        .collect();
+    lines.join("\n")
+}
+
+async fn run() -> Result<()> {
+    // Heartbeats every 500 ms (Kafka's default is 5 s) so that members learn of changes soon.
+    let cluster = Cluster::builder()
+        .brokers(3)
+        .topic(TOPIC, PARTITIONS)
+        .consumer_group_heartbeat_interval(Duration::from_millis(500))
+        .start()
+        .await?;
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", cluster.bootstrap())
+        .set("linger.ms", "0")
+        .create()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let producing = tokio::spawn(keep_producing(producer, TOPIC, stop.clone()));
+
+    let first = member(&cluster, "consumer-1")?;
+    let second = member(&cluster, "consumer-2")?;
+    settle(
+        &cluster,
+        PARTITIONS,
+        "consumer-1 and consumer-2",
+        &[&first, &second],
+    )
+    .await
+    .with_context(|| heartbeats(&cluster))?;
+    let third = member(&cluster, "consumer-3")?;
+    settle(
+        &cluster,
+        PARTITIONS,
+        "consumer-3 joined",
+        &[&first, &second, &third],
+    )
+    .await?;
+    println!("three members:\n{}", describe(&[&first, &second, &third]));
+    let (consumed_2, errors_2) = second.close_consumed();
+    settle(&cluster, PARTITIONS, "consumer-2 left", &[&first, &third]).await?;
+    stop.store(true, Ordering::Relaxed);
+    let produced = producing.await??;
+    // Every message is consumed by someone: wait for the tail (a hang guard only).
+    wait_members(
+        "every message consumed",
+        &[&first, &third],
+        SETTLE_TIMEOUT,
+        |_, consumed| {
+            let all: BTreeSet<usize> = consumed
+                .iter()
+                .flatten()
+                .chain(&consumed_2)
+                .copied()
+                .collect();
+            (0..produced).all(|n| all.contains(&n))
+        },
+    )
+    .await
+    .with_context(|| positions(&cluster))
+    .context("messages lost")?;
+    let errors = [first.close(), errors_2, third.close()].concat();
+
+    let journal = cluster.journal();
+    let heartbeats = journal.api("ConsumerGroupHeartbeat").count();
+    let joins = journal.api("JoinGroup").count();
+    ensure!(
+        heartbeats > 0 && joins == 0,
+        "the members used {heartbeats} ConsumerGroupHeartbeat and {joins} JoinGroup requests: not the consumer protocol"
+    );
+    let again = fetched_below_commits(&cluster);
+    ensure!(
+        again.is_empty(),
+        "messages fetched again after a commit:\n{}",
+        again.join("\n")
+    );
+    let commits = journal
+        .offset_commits()
+        .into_iter()
+        .filter(|c| c.commit.error_code == Some(0))
+        .count();
+    let report = cluster.check(&Checks::default());
+    println!(
+        "{produced} messages produced, {commits} partition commits stored, {heartbeats} heartbeats, \
+         {} client errors; {} violations, {} warnings",
+        errors.len(),
+        report.count(Severity::Violation),
+        report.count(Severity::Warning),
+    );
+    for e in &errors {
+        println!("  client error: {e}");
+    }
+    for w in report
+        .violations
+        .iter()
+        .filter(|v| v.severity == Severity::Warning)
+        .take(5)
+    {
+        println!("  warning: {}", w.message);
+    }
+    report.assert_clean();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip848_members_joining_and_leaving_while_committing_lose_nothing_and_are_clean(
+) -> Result<()> {
+    for i in 0..repeat() {
+        let started = Instant::now();
+        run().await.with_context(|| format!("run {}", i + 1))?;
+        println!("run {} took {:?}", i + 1, started.elapsed());
+    }
+    Ok(())
+}
