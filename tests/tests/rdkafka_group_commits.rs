@@ -18,7 +18,6 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use common::member::{describe, keep_producing, settle, Member};

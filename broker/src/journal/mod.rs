@@ -277,6 +277,7 @@ impl Entry {
             Some(RequestSummary::LeaveGroup(s)) => vec![s.group_id.as_str()],
             Some(RequestSummary::AddOffsetsToTxn(s)) => vec![s.group_id.as_str()],
             Some(RequestSummary::TxnOffsetCommit(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::ConsumerGroupHeartbeat(s)) => vec![s.group_id.as_str()],
             _ => Vec::new(),
         }
     }
