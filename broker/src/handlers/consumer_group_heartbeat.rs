@@ -14,6 +14,11 @@
 //! one with owned partitions within the assignment), UNRELEASED_INSTANCE_ID (a static member
 //! joining while its instance id is still held), FENCED_INSTANCE_ID. The answer carries the
 //! assignment when it changed or the request was a full one. Errors carry Kafka's message.
+//! A new group starts at group epoch 1 (its first member joins at 2) and a new target is
+//! computed at most once per `group.consumer.assignment.interval.ms` (1 s), as in Kafka 4.4;
+//! a coordinator move or a broker down keeps the group whole (Kafka stores every change),
+//! each member's session starting again. The conformance cases `consumer_group_*` hold these
+//! answers against Kafka 4.4.0.
 //!
 //! Deviations from Apache Kafka: a subscription by regular expression
 //! (a non-empty `subscribed_topic_regex`) is refused with INVALID_REQUEST ("SubscribedTopicRegex

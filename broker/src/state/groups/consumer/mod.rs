@@ -23,6 +23,8 @@
 pub mod assignors;
 pub mod heartbeat;
 pub mod reconcile;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
