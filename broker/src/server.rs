@@ -465,9 +465,16 @@ fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
                 .client_id
                 .as_ref()
                 .map(|c| c.as_str().to_owned()),
-            request: summary::summarize(&request.body, request.version, |id| {
-                shared.state().topic_by_id(id).map(|t| t.name.clone())
-            }),
+            request: {
+                let mut summary = summary::summarize(&request.body, request.version, |id| {
+                    shared.state().topic_by_id(id).map(|t| t.name.clone())
+                });
+                // The answer names topics by id only: their names are taken now.
+                if let RequestSummary::ConsumerGroupHeartbeat(s) = &mut summary {
+                    s.topic_names = summary::topic_names(&shared.state(), s);
+                }
+                summary
+            },
         },
         Decoded::ApiVersionsFallback {
             correlation_id,

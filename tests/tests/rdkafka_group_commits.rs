@@ -18,39 +18,19 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{anyhow, ensure, Context, Result};
-use common::excerpt::group_excerpt;
-use common::member::{describe, partitioned, wait_members, Member};
+use anyhow::{ensure, Context, Result};
+use common::member::{describe, keep_producing, settle, Member};
 use kmock::check::Severity;
 use kmock::journal::RequestSummary;
 use kmock::{Checks, Cluster};
 use kmock_tests::repeat;
 use rdkafka::config::ClientConfig;
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::FutureProducer;
 
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;
 const GROUP: &str = "billing";
-/// Hang guard for a group to settle or a member to consume: generous, it only catches a hang.
-const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Produces numbered messages one after the other, each acknowledged, until `stop`; returns
-/// how many.
-async fn keep_producing(producer: FutureProducer, stop: Arc<AtomicBool>) -> Result<usize> {
-    let mut n = 0usize;
-    while !stop.load(Ordering::Relaxed) {
-        let value = n.to_string();
-        let record = FutureRecord::to(TOPIC).key(&value).payload(&value);
-        producer
-            .send(record, Duration::from_secs(10))
-            .await
-            .map_err(|(e, _)| anyhow!("message {n} not delivered: {e}"))?;
-        n += 1;
-    }
-    Ok(n)
-}
 
 /// A member committing its position asynchronously after every message, with `strategy` as
 /// its `partition.assignment.strategy`.
@@ -67,26 +47,6 @@ fn member(cluster: &Cluster, strategy: &str, name: &str) -> Result<Member> {
     Member::start(config, TOPIC, name, Some(1))
 }
 
-/// Waits until `members` share out every partition, then until each has consumed more than it
-/// had then (so each has committed in the settled generation).
-async fn settle(cluster: &Cluster, what: &str, members: &[&Member]) -> Result<()> {
-    let traffic = || group_excerpt(cluster.journal().entries());
-    wait_members(what, members, SETTLE_TIMEOUT, |a, _| {
-        partitioned(a, PARTITIONS)
-    })
-    .await
-    .with_context(traffic)?;
-    let before: Vec<usize> = members.iter().map(|m| m.consumed().len()).collect();
-    wait_members(
-        &format!("{what}: each consumes more"),
-        members,
-        SETTLE_TIMEOUT,
-        |_, consumed| consumed.iter().zip(&before).all(|(now, b)| now.len() > *b),
-    )
-    .await
-    .with_context(traffic)
-}
-
 /// One run under `strategy`; returns the generations in which members' commits were stored.
 async fn run(strategy: &str) -> Result<BTreeSet<i32>> {
     let cluster = Cluster::builder()
@@ -99,20 +59,32 @@ async fn run(strategy: &str) -> Result<BTreeSet<i32>> {
         .set("linger.ms", "0")
         .create()?;
     let stop = Arc::new(AtomicBool::new(false));
-    let producing = tokio::spawn(keep_producing(producer, stop.clone()));
+    let producing = tokio::spawn(keep_producing(producer, TOPIC, stop.clone()));
 
     let first = member(&cluster, strategy, "consumer-1")?;
-    settle(&cluster, "consumer-1 alone", &[&first]).await?;
+    settle(&cluster, PARTITIONS, "consumer-1 alone", &[&first]).await?;
     let second = member(&cluster, strategy, "consumer-2")?;
-    settle(&cluster, "consumer-2 joined", &[&first, &second]).await?;
+    settle(
+        &cluster,
+        PARTITIONS,
+        "consumer-2 joined",
+        &[&first, &second],
+    )
+    .await?;
     let third = member(&cluster, strategy, "consumer-3")?;
-    settle(&cluster, "consumer-3 joined", &[&first, &second, &third]).await?;
+    settle(
+        &cluster,
+        PARTITIONS,
+        "consumer-3 joined",
+        &[&first, &second, &third],
+    )
+    .await?;
     println!(
         "{strategy}, three members:\n{}",
         describe(&[&first, &second, &third])
     );
     let errors_2 = second.close();
-    settle(&cluster, "consumer-2 left", &[&first, &third]).await?;
+    settle(&cluster, PARTITIONS, "consumer-2 left", &[&first, &third]).await?;
     let errors = [first.close(), errors_2, third.close()].concat();
     stop.store(true, Ordering::Relaxed);
     let produced = producing.await??;

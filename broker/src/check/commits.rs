@@ -16,9 +16,13 @@
 //!   already been answered by JoinGroup when the commit arrived: a warning when the broker
 //!   refused it (ILLEGAL_GENERATION; librdkafka under `cooperative-sticky` sends its commits at
 //!   the old generation until its SyncGroup answer, and commits again in the new one), a
-//!   violation when the broker stored it.
+//!   violation when the broker stored it. A KIP-848 member's member epoch is its generation,
+//!   from its ConsumerGroupHeartbeat answers: a refused commit at an older epoch
+//!   (STALE_MEMBER_EPOCH) is a warning; a stored one is not reported here, as Kafka 4.4 stores
+//!   it for partitions the member has owned since that epoch (KIP-1251), and
+//!   `commit-for-unassigned-partition` judges the others.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::rebalance::{Members, Owned};
 use super::{applied_unanswered, Checks, CommitScope, EntryRef, Severity, Violation};
@@ -38,20 +42,37 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     let mut last: HashMap<(String, String, i32, String), Last<'_>> = HashMap::new();
     // What each member owns when, as its rebalance protocol says.
     let members = Members::new(entries);
-    // (group, member) → (answered at, generation) of each JoinGroup answer the member got.
+    // (group, member) → (answered at, generation) of each JoinGroup answer the member got,
+    // and of each ConsumerGroupHeartbeat answer (its member epoch) of a KIP-848 member.
     let mut joined: HashMap<(String, String), Vec<(u64, i32)>> = HashMap::new();
+    // KIP-848 members, by (group, member).
+    let mut kip848: HashSet<(String, String)> = HashSet::new();
     for entry in entries {
-        if let (Some(RequestSummary::JoinGroup(j)), Some(response)) =
-            (&entry.request, &entry.response)
-        {
-            if let (Some(g), Some(member)) =
-                (j.generation_id.filter(|g| *g >= 0), &j.assigned_member_id)
-            {
-                joined
-                    .entry((j.group_id.clone(), member.clone()))
-                    .or_default()
-                    .push((response.at_us, g));
+        match (&entry.request, &entry.response) {
+            (Some(RequestSummary::JoinGroup(j)), Some(response)) => {
+                if let (Some(g), Some(member)) =
+                    (j.generation_id.filter(|g| *g >= 0), &j.assigned_member_id)
+                {
+                    joined
+                        .entry((j.group_id.clone(), member.clone()))
+                        .or_default()
+                        .push((response.at_us, g));
+                }
             }
+            (Some(RequestSummary::ConsumerGroupHeartbeat(h)), Some(response)) => {
+                if let (Some(e), Some(member)) = (
+                    h.answered_member_epoch.filter(|e| *e > 0),
+                    &h.answered_member_id,
+                ) {
+                    let key = (h.group_id.clone(), member.clone());
+                    joined
+                        .entry(key.clone())
+                        .or_default()
+                        .push((response.at_us, e));
+                    kip848.insert(key);
+                }
+            }
+            _ => {}
         }
     }
     for entry in entries {
@@ -78,16 +99,26 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 } else {
                     (Severity::Warning, "(refused, nothing stored)")
                 };
-                violations.push(Violation {
-                    kind: "stale-generation-commit".into(),
-                    severity,
-                    key: c.group_id.clone(),
-                    entries: vec![EntryRef::from(entry)],
-                    message: format!(
-                        "OffsetCommit seq {} (conn {}) from member {} used generation {} after that member had joined generation {} {outcome}",
-                        entry.seq, entry.conn, c.member_id, c.generation_id, newest
-                    ),
-                });
+                let (used, had) = if kip848.contains(&member) {
+                    ("member epoch", "been answered member epoch")
+                } else {
+                    ("generation", "joined generation")
+                };
+                // Kafka 4.4 stores a KIP-848 member's commit at an older epoch for the
+                // partitions it has owned since (KIP-1251): `commit-for-unassigned-partition`
+                // judges what it owned; only the refusals are said here.
+                if !(stored && kip848.contains(&member)) {
+                    violations.push(Violation {
+                        kind: "stale-generation-commit".into(),
+                        severity,
+                        key: c.group_id.clone(),
+                        entries: vec![EntryRef::from(entry)],
+                        message: format!(
+                            "OffsetCommit seq {} (conn {}) from member {} used {used} {} after that member had {had} {} {outcome}",
+                            entry.seq, entry.conn, c.member_id, c.generation_id, newest
+                        ),
+                    });
+                }
             }
         }
         // What the member owned when the commit arrived (members' commits only).
@@ -195,8 +226,9 @@ fn unassigned(
             (
                 *sync,
                 format!(
-                    "{head}, but it owned {}{giving_up} (SyncGroup seq {} of generation {generation}, {} ({}))",
+                    "{head}, but it owned {}{giving_up} ({} seq {} of generation {generation}, {} ({}))",
                     list(assigned),
+                    sync.api.as_deref().unwrap_or("SyncGroup"),
                     sync.seq,
                     protocol.name,
                     protocol.rebalance

@@ -14,6 +14,12 @@
 //!   from its revocation callback after the SyncGroup answer, until its next JoinGroup: the
 //!   assignor leaves them to nobody in that generation (KIP-429).
 //!
+//! A KIP-848 member (`group.protocol=consumer`, ConsumerGroupHeartbeat) is read as a
+//! cooperative one, its member epoch as the generation: each heartbeat answer carrying an
+//! assignment sets what it owns, and what the answer took away it may still commit until a
+//! heartbeat of its own no longer lists it as owned (Kafka's revocation acknowledgement);
+//! leaving (epoch -1 or -2) ends what it owns.
+//!
 //! A member rebalances cooperatively only when no protocol it offered is an eager one, as the
 //! Java client and franz-go take the protocol every configured assignor supports (a member
 //! upgrading with `[cooperative-sticky, range]` rebalances eagerly even when the group chose
@@ -170,6 +176,43 @@ impl<'a> Members<'a> {
                             ));
                     }
                 }
+                Some(RequestSummary::ConsumerGroupHeartbeat(h)) => {
+                    let member = h.answered_member_id.clone().unwrap_or(h.member_id.clone());
+                    let key = (h.group_id.clone(), member);
+                    if h.member_epoch < 0 {
+                        events.entry(key.clone()).or_default().push((
+                            arrival(entry),
+                            entry,
+                            Event::Left,
+                        ));
+                    } else if let Some(owned) = &h.owned {
+                        let owned = owned
+                            .iter()
+                            .flat_map(|tp| tp.partitions.iter().map(|p| (tp.topic.clone(), *p)))
+                            .collect();
+                        events.entry(key.clone()).or_default().push((
+                            arrival(entry),
+                            entry,
+                            Event::Owns(owned),
+                        ));
+                    }
+                    if let (Some(response), Some(epoch), Some(assigned)) =
+                        (answered_ok, h.answered_member_epoch, &h.assignment)
+                    {
+                        let assigned = assigned
+                            .iter()
+                            .flat_map(|tp| tp.partitions.iter().map(|p| (tp.topic.clone(), *p)))
+                            .collect();
+                        // From when the answer began to be sent: the member cannot have
+                        // read it before, and may act on it at once.
+                        let at = response.sending_us.unwrap_or(response.at_us);
+                        events.entry(key).or_default().push((
+                            (at, 0),
+                            entry,
+                            Event::Heartbeat(epoch, assigned),
+                        ));
+                    }
+                }
                 _ => {}
             }
         }
@@ -206,6 +249,51 @@ impl<'a> Members<'a> {
                             },
                             other => other,
                         },
+                        Event::Left => Owned::Partitions {
+                            sync: entry,
+                            generation: -1,
+                            protocol: KIP848,
+                            assigned: Partitions::new(),
+                            revoking: Partitions::new(),
+                        },
+                        // The member's own word on what it still owns ends its revocations.
+                        Event::Owns(listed) => match owned {
+                            Owned::Partitions {
+                                sync,
+                                generation,
+                                protocol,
+                                assigned,
+                                revoking,
+                            } => Owned::Partitions {
+                                sync,
+                                generation,
+                                protocol,
+                                assigned,
+                                revoking: revoking.intersection(&listed).cloned().collect(),
+                            },
+                            other => other,
+                        },
+                        Event::Heartbeat(epoch, assigned) => {
+                            let revoking = match &owned {
+                                Owned::Partitions {
+                                    assigned: previous,
+                                    revoking,
+                                    ..
+                                } => previous
+                                    .union(revoking)
+                                    .filter(|tp| !assigned.contains(*tp))
+                                    .cloned()
+                                    .collect(),
+                                _ => Partitions::new(),
+                            };
+                            Owned::Partitions {
+                                sync: entry,
+                                generation: epoch,
+                                protocol: KIP848,
+                                assigned,
+                                revoking,
+                            }
+                        }
                         Event::Assigned(_, None) => Owned::Unknown,
                         Event::Assigned(generation, Some(assigned)) => {
                             let protocol = protocols
@@ -263,4 +351,16 @@ enum Event {
     Joined,
     /// A SyncGroup answered it an assignment of a generation (`None`: not a consumer one).
     Assigned(i32, Option<Partitions>),
+    /// A ConsumerGroupHeartbeat answered it an assignment at a member epoch.
+    Heartbeat(i32, Partitions),
+    /// A ConsumerGroupHeartbeat of its own listed what it owns.
+    Owns(Partitions),
+    /// It left with a ConsumerGroupHeartbeat (epoch -1 or -2).
+    Left,
 }
+
+/// The "protocol" of a KIP-848 member: the server-side assignor, always cooperative.
+const KIP848: Protocol<'static> = Protocol {
+    name: "the consumer protocol (KIP-848)",
+    rebalance: Rebalance::Cooperative,
+};

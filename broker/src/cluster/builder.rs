@@ -4,6 +4,7 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
@@ -131,6 +132,37 @@ impl ClusterBuilder {
             "__consumer_offsets needs at least one partition"
         );
         self.config.offsets_topic_partitions = partitions;
+        self
+    }
+
+    /// How often members of KIP-848 consumer groups are told to heartbeat (Kafka's
+    /// `group.consumer.heartbeat.interval.ms`). Default 5 s; a test may lower it so that
+    /// members see new assignments sooner.
+    pub fn consumer_group_heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.config.consumer_groups.heartbeat_interval = interval;
+        self
+    }
+
+    /// How long a KIP-848 consumer group member stays without a heartbeat before it is
+    /// fenced (Kafka's `group.consumer.session.timeout.ms`). Default 45 s.
+    pub fn consumer_group_session_timeout(mut self, timeout: Duration) -> Self {
+        self.config.consumer_groups.session_timeout = timeout;
+        self
+    }
+
+    /// The least time between two target assignments of a KIP-848 consumer group (Kafka 4.4's
+    /// `group.consumer.assignment.interval.ms`). Default 1 s, as Kafka; `Duration::ZERO`
+    /// computes a new target on the first heartbeat after every change, which makes a
+    /// wire-level test's sequence of heartbeats independent of time.
+    pub fn consumer_group_assignment_interval(mut self, interval: Duration) -> Self {
+        self.config.consumer_groups.assignment_interval = interval;
+        self
+    }
+
+    /// Members a KIP-848 consumer group takes before GROUP_MAX_SIZE_REACHED (Kafka's
+    /// `group.consumer.max.size`). Default unlimited.
+    pub fn consumer_group_max_size(mut self, members: usize) -> Self {
+        self.config.consumer_groups.max_size = members;
         self
     }
 

@@ -130,6 +130,8 @@ pub(crate) struct Config {
     pub replication_factor: Option<usize>,
     /// Idle timeout, frame timeout, connection cap.
     pub limits: crate::limits::ConnectionLimits,
+    /// KIP-848 consumer group settings.
+    pub consumer_groups: crate::state::groups::consumer::ConsumerGroupConfig,
 }
 
 impl Config {
@@ -154,6 +156,7 @@ impl Config {
                 .map_or(0, |d| d.as_nanos() as u64)
         };
         let mut state = ClusterState::new(nodes, placement, id_seed);
+        state.groups.consumer_config = self.consumer_groups;
         for (name, partitions) in &self.topics {
             state
                 .create_topic(name, *partitions, None, BTreeMap::new())
@@ -189,6 +192,7 @@ impl Default for Config {
             seed: 0,
             replication_factor: None,
             limits: crate::limits::ConnectionLimits::default(),
+            consumer_groups: Default::default(),
         }
     }
 }

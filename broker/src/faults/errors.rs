@@ -36,6 +36,7 @@ const ERROR_APIS: &[ApiKey] = &[
     ApiKey::AddOffsetsToTxn,
     ApiKey::EndTxn,
     ApiKey::TxnOffsetCommit,
+    ApiKey::ConsumerGroupHeartbeat,
 ];
 
 /// Whether `error(code)` can answer requests of `api`.
@@ -305,6 +306,9 @@ pub(crate) fn error_response(
                     .collect(),
             ),
         ),
+        RequestKind::ConsumerGroupHeartbeat(_) => ResponseKind::ConsumerGroupHeartbeat(
+            ConsumerGroupHeartbeatResponse::default().with_error_code(code),
+        ),
         _ => return None,
     })
 }
@@ -349,6 +353,8 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::AddOffsetsToTxn(r) => set!(r, 0),
         ResponseKind::EndTxn(r) => set!(r, 0),
         ResponseKind::TxnOffsetCommit(r) => set!(r, 0),
+        ResponseKind::ConsumerGroupHeartbeat(r) => set!(r, 0),
+        ResponseKind::ConsumerGroupDescribe(r) => set!(r, 0),
         _ => false,
     }
 }

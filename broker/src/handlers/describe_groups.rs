@@ -3,7 +3,9 @@
 //! State, protocol type, protocol and members (ids, client id and host, metadata, assignment)
 //! of each group; protocol, metadata and assignment only while Stable, as Kafka's
 //! `GroupMetadata.summary`. A group that does not exist is described as Dead, with GROUP_ID_NOT_FOUND
-//! from v6 (KIP-1043), as Kafka. NOT_COORDINATOR on any broker but the group's coordinator.
+//! from v6 (KIP-1043), as Kafka; so is a KIP-848 consumer group (Kafka 4's
+//! `GroupMetadataManager.describeGroups` describes classic groups only: ConsumerGroupDescribe
+//! describes the others). NOT_COORDINATOR on any broker but the group's coordinator.
 //!
 //! Deviations from Apache Kafka: no authorized operations are reported.
 
@@ -36,7 +38,13 @@ pub fn handle(
             if !ctx.coordinates_group(&state, id.0.as_str()) {
                 return described.with_error_code(ResponseError::NotCoordinator.code());
             }
-            let Some(group) = state.groups.get(id.0.as_str()) else {
+            // Kafka's `describeGroups` takes classic groups only: a consumer group is not
+            // found, as one that does not exist.
+            let Some(group) = state
+                .groups
+                .get(id.0.as_str())
+                .filter(|g| g.consumer.is_none())
+            else {
                 let dead = described.with_group_state(text(GroupState::Dead.name().to_owned()));
                 return if version >= 6 {
                     dead.with_error_code(ResponseError::GroupIdNotFound.code())

@@ -6,7 +6,13 @@
 //! the leader gets every member's metadata. NOT_COORDINATOR on any broker but the group's
 //! coordinator; session timeouts outside 6 s–30 min get INVALID_SESSION_TIMEOUT.
 //!
-//! Deviations from Apache Kafka: no initial rebalance delay (Kafka waits
+//! A KIP-848 consumer group with no members becomes a classic group again, as Kafka deletes
+//! an empty consumer group on a classic join.
+//!
+//! Deviations from Apache Kafka: a classic member joining a consumer group that has members
+//! gets INCONSISTENT_GROUP_PROTOCOL, where Kafka 4 (`group.consumer.migration.policy`
+//! `bidirectional`, its default) takes it in as a classic-protocol member of the consumer group;
+//! no initial rebalance delay (Kafka waits
 //! `group.initial.rebalance.delay.ms`, 3 s, before completing the first rebalance of an empty
 //! group); a static member rejoining under a new member id always triggers a rebalance, where
 //! Kafka hands it the old assignment when nothing changed.

@@ -1,7 +1,9 @@
 //! ListGroups (API key 16), versions 0–5.
 //!
 //! The groups this broker coordinates, with protocol type and (v4+) state, filtered by
-//! `states_filter` (v4+) and `types_filter` (v5+, `classic` for every group here).
+//! `states_filter` (v4+) and `types_filter` (v5+): `classic`, or `consumer` for a KIP-848
+//! group, whose protocol type is `consumer` and whose states are Kafka's `Empty`,
+//! `Assigning`, `Reconciling` and `Stable`.
 //!
 //! Deviations from Apache Kafka: none known.
 
@@ -27,16 +29,16 @@ pub fn handle(ctx: &Ctx<'_>, request: ListGroupsRequest, version: i16) -> ListGr
         .groups
         .iter()
         .filter(|(id, _)| ctx.coordinates_group(&state, id))
-        .filter(|(_, g)| version < 4 || wanted(&request.states_filter, g.state().name()))
-        .filter(|_| version < 5 || wanted(&request.types_filter, "classic"))
+        .filter(|(_, g)| version < 4 || wanted(&request.states_filter, g.state_name()))
+        .filter(|(_, g)| version < 5 || wanted(&request.types_filter, g.group_type()))
         .map(|(id, g)| {
             ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(id.clone())))
                 .with_protocol_type(StrBytes::from_string(
                     g.protocol_type().unwrap_or_default().to_owned(),
                 ))
-                .with_group_state(StrBytes::from_string(g.state().name().to_owned()))
-                .with_group_type(StrBytes::from_static_str("classic"))
+                .with_group_state(StrBytes::from_static_str(g.state_name()))
+                .with_group_type(StrBytes::from_static_str(g.group_type()))
         })
         .map(|g| match version {
             0..=3 => g

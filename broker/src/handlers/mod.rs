@@ -9,6 +9,8 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -130,6 +132,14 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
         describe_transactions::VERSIONS,
     ),
     (ApiKey::ListTransactions, list_transactions::VERSIONS),
+    (
+        ApiKey::ConsumerGroupHeartbeat,
+        consumer_group_heartbeat::VERSIONS,
+    ),
+    (
+        ApiKey::ConsumerGroupDescribe,
+        consumer_group_describe::VERSIONS,
+    ),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -227,6 +237,11 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         }
         RequestKind::ListTransactions(r) => {
             ResponseKind::ListTransactions(list_transactions::handle(ctx, r, v))
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(ctx, r, v))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(ctx, r, v))
         }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))

@@ -14,6 +14,14 @@
 //! it (`commit-for-unassigned-partition` names it when the group rebalances eagerly).
 //! NOT_COORDINATOR on any broker but the group's coordinator.
 //!
+//! A KIP-848 consumer group checks the member epoch as Kafka 4.4's
+//! `ConsumerGroup.validateOffsetCommit`: epoch -1 from outside the group while it has no
+//! members; else UNKNOWN_MEMBER_ID for a member id that is not a member, UNSUPPORTED_VERSION
+//! below v9, STALE_MEMBER_EPOCH for an epoch above the member's; the member's own epoch is
+//! accepted for any partition; an older epoch only for partitions the member owns (assigned or
+//! pending revocation) since that epoch or before (KIP-1251's assignment epochs), and one
+//! partition failing fails the whole request with STALE_MEMBER_EPOCH, as Kafka's exception does.
+//!
 //! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
 
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
@@ -22,6 +30,7 @@ use kafka_protocol::ResponseError;
 
 use super::offset_answers::{answer_commits, partition_exists};
 use super::Ctx;
+use crate::state::groups::consumer::ConsumerGroup;
 use crate::state::ClusterState;
 
 /// Versions implemented.
@@ -42,6 +51,12 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, version: i16) -> Offs
         Err(ResponseError::UnknownTopicOrPartition)
     } else if !ctx.coordinates_group(&state, group_id) {
         Err(ResponseError::NotCoordinator)
+    } else if let Some(cg) = state
+        .groups
+        .get(group_id)
+        .and_then(|g| g.consumer.as_deref())
+    {
+        consumer_check(&state, cg, &request, version)
     } else {
         let ClusterState { groups, .. } = &mut *state;
         groups
@@ -59,4 +74,33 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, version: i16) -> Offs
         group.offsets.extend(accepted);
     }
     OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// The consumer group's answer for every partition of the request (see the header).
+fn consumer_check(
+    state: &ClusterState,
+    cg: &ConsumerGroup,
+    request: &OffsetCommitRequest,
+    version: i16,
+) -> Result<(), ResponseError> {
+    let epoch = request.generation_id_or_member_epoch;
+    let member = cg.check_commit(
+        request.member_id.as_str(),
+        request.group_instance_id.as_ref().map(StrBytes::as_str),
+        epoch,
+        false,
+        version,
+    )?;
+    let Some(member) = member else {
+        return Ok(());
+    };
+    for t in &request.topics {
+        let Some(topic) = state.topics.get(t.name.0.as_str()) else {
+            continue;
+        };
+        for p in &t.partitions {
+            ConsumerGroup::check_commit_partition(member, epoch, topic.id, p.partition_index)?;
+        }
+    }
+    Ok(())
 }

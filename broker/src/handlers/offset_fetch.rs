@@ -9,7 +9,12 @@
 //! (TxnOffsetCommit before its EndTxn) is answered UNSTABLE_OFFSET_COMMIT with offset -1, as
 //! Kafka's `OffsetMetadataManager.fetchOffsets`.
 //!
-//! Deviations from Apache Kafka: the KIP-848 member id and epoch (v9) are not checked.
+//! For a KIP-848 consumer group, the member id and epoch (v9) are checked as Kafka's
+//! `ConsumerGroup.validateOffsetFetch`: none (null id, epoch -1) passes; an id that is not a
+//! member gets UNKNOWN_MEMBER_ID, an epoch other than the member's STALE_MEMBER_EPOCH, for the
+//! whole group. A classic group ignores them, as Kafka does.
+//!
+//! Deviations from Apache Kafka: none known.
 
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -45,7 +50,8 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
                         .collect()
                 });
                 let answer = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
-                match fetch(ctx, &g.group_id, asked, request.require_stable) {
+                let member = (g.member_id.as_ref().map(|m| m.as_str()), g.member_epoch);
+                match fetch(ctx, &g.group_id, asked, request.require_stable, member) {
                     Err(e) => answer.with_error_code(e.code()),
                     Ok(found) => answer.with_topics(
                         found
@@ -81,7 +87,7 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetFetchRequest, version: i16) -> Offse
             .collect()
     });
     let require_stable = version >= 7 && request.require_stable;
-    match fetch(ctx, &request.group_id, asked, require_stable) {
+    match fetch(ctx, &request.group_id, asked, require_stable, (None, -1)) {
         Err(e) => error_answer(&request, version, e),
         Ok(found) => OffsetFetchResponse::default().with_topics(
             found
@@ -163,17 +169,22 @@ fn parts(committed: Result<Option<CommittedOffset>, ResponseError>) -> (i64, i32
 }
 
 /// The committed offsets asked (`None`: every committed partition); with `require_stable`,
-/// UNSTABLE_OFFSET_COMMIT for a partition with an offset pending in an open transaction.
+/// UNSTABLE_OFFSET_COMMIT for a partition with an offset pending in an open transaction;
+/// `member` (id, epoch) checked against a consumer group.
 fn fetch(
     ctx: &Ctx<'_>,
     group_id: &GroupId,
     asked: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
+    (member_id, member_epoch): (Option<&str>, i32),
 ) -> Result<Fetched, ResponseError> {
     let group_id = group_id.0.as_str();
     let state = ctx.shared.state();
     if !ctx.coordinates_group(&state, group_id) {
         return Err(ResponseError::NotCoordinator);
+    }
+    if let Some(cg) = state.groups.get(group_id).and_then(|g| g.consumer.as_ref()) {
+        cg.check_fetch(member_id, member_epoch)?;
     }
     let offsets = state.groups.get(group_id).map(|g| &g.offsets);
     let unstable = |topic: &str, p: i32| {

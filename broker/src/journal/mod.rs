@@ -19,6 +19,7 @@
 //! Cluster operations (a broker taken down or brought up, a leader or coordinator moved) are
 //! entries of their own, numbered in the same order, with [`Entry::operation`] set and no API.
 
+mod consumer_summary;
 mod request;
 mod response;
 mod size;
@@ -277,6 +278,7 @@ impl Entry {
             Some(RequestSummary::LeaveGroup(s)) => vec![s.group_id.as_str()],
             Some(RequestSummary::AddOffsetsToTxn(s)) => vec![s.group_id.as_str()],
             Some(RequestSummary::TxnOffsetCommit(s)) => vec![s.group_id.as_str()],
+            Some(RequestSummary::ConsumerGroupHeartbeat(s)) => vec![s.group_id.as_str()],
             _ => Vec::new(),
         }
     }

@@ -223,6 +223,9 @@ pub(crate) fn summarize(
                 topics,
             })
         }
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            RequestSummary::ConsumerGroupHeartbeat(super::consumer_summary::summarize(r, &name))
+        }
         other => super::txn_summary::summarize(other)
             .or_else(|| super::txn_admin_summary::summarize(other))
             .unwrap_or(RequestSummary::Other),

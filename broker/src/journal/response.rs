@@ -109,6 +109,9 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
         (RequestSummary::SyncGroup(s), ResponseKind::SyncGroup(r)) => {
             s.assignment = consumer_assignment(&r.assignment);
         }
+        (RequestSummary::ConsumerGroupHeartbeat(s), ResponseKind::ConsumerGroupHeartbeat(r)) => {
+            super::consumer_summary::complete(s, r)
+        }
         (summary, response) => {
             super::txn_summary::complete(summary, response);
             super::txn_admin_summary::complete(summary, response);
@@ -179,6 +182,8 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::JoinGroup(r) => vec![r.error_code],
         ResponseKind::SyncGroup(r) => vec![r.error_code],
         ResponseKind::Heartbeat(r) => vec![r.error_code],
+        ResponseKind::ConsumerGroupHeartbeat(r) => vec![r.error_code],
+        ResponseKind::ConsumerGroupDescribe(r) => r.groups.iter().map(|g| g.error_code).collect(),
         ResponseKind::LeaveGroup(r) => std::iter::once(r.error_code)
             .chain(r.members.iter().map(|m| m.error_code))
             .collect(),

@@ -140,6 +140,14 @@ heap_of_fields! {
     DescribeTransactionsSummary => [transactions],
     ListTransactionsSummary => [state_filters, producer_id_filters, transactional_id_pattern],
     DescribeProducersSummary => [topics],
+    ConsumerGroupHeartbeatSummary => [group_id, member_id, instance_id, subscribed_topic_names,
+        server_assignor, owned, answered_member_id, assignment, topic_names],
+}
+
+impl Heap for uuid::Uuid {
+    fn heap(&self) -> usize {
+        0
+    }
 }
 
 impl Heap for RequestSummary {
@@ -164,6 +172,7 @@ impl Heap for RequestSummary {
             Self::DescribeTransactions(s) => s.heap(),
             Self::ListTransactions(s) => s.heap(),
             Self::DescribeProducers(s) => s.heap(),
+            Self::ConsumerGroupHeartbeat(s) => s.heap(),
             Self::Other => 0,
         }
     }

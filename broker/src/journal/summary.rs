@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::state::batch::RecordDigest;
 
+pub(crate) use super::consumer_summary::topic_names;
+pub use super::consumer_summary::*;
 pub(crate) use super::request::{add_digests, summarize};
 pub(crate) use super::response::{complete, error_codes};
 pub use super::txn_admin_summary::*;
@@ -83,6 +85,9 @@ pub enum RequestSummary {
     ListTransactions(ListTransactionsSummary),
     /// DescribeProducers: the partitions asked about.
     DescribeProducers(DescribeProducersSummary),
+    /// ConsumerGroupHeartbeat (KIP-848): the member, its epoch and owned partitions, and the
+    /// epoch and assignment answered.
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatSummary),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }

@@ -59,6 +59,8 @@ const IMPLEMENTED: &[ApiKey] = &[
     ApiKey::DescribeProducers,
     ApiKey::DescribeTransactions,
     ApiKey::ListTransactions,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 fn range(answer: &ApiVersionsResponse, key: i16) -> String {

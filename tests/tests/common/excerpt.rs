@@ -13,6 +13,7 @@ pub const GROUP_APIS: &[&str] = &[
     "OffsetCommit",
     "OffsetFetch",
     "DescribeGroups",
+    "ConsumerGroupHeartbeat",
 ];
 
 /// One entry as `seq N +Tms broker B conn C "client" Api vV -> errors [..]` (or the cluster

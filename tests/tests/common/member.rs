@@ -160,6 +160,13 @@ impl Member {
         self.errors()
     }
 
+    /// Closes the member as [`Member::close`] does; what it consumed until then, with its
+    /// errors.
+    pub fn close_consumed(mut self) -> (BTreeSet<usize>, Vec<KafkaError>) {
+        self.stop_and_join();
+        (self.consumed(), self.errors())
+    }
+
     fn stop_and_join(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
@@ -244,4 +251,55 @@ pub fn partitioned(assignments: &[BTreeSet<i32>], partitions: i32) -> bool {
     assignments.iter().all(|a| !a.is_empty())
         && total == union.len()
         && union == (0..partitions).collect()
+}
+
+/// Hang guard for a group to settle or a member to consume: generous, it only catches a hang.
+pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Produces numbered messages to `topic` one after the other, each acknowledged, until
+/// `stop`; returns how many.
+pub async fn keep_producing(
+    producer: rdkafka::producer::FutureProducer,
+    topic: &str,
+    stop: Arc<AtomicBool>,
+) -> Result<usize> {
+    let mut n = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        let value = n.to_string();
+        let record = rdkafka::producer::FutureRecord::to(topic)
+            .key(&value)
+            .payload(&value);
+        producer
+            .send(record, Duration::from_secs(10))
+            .await
+            .map_err(|(e, _)| anyhow::anyhow!("message {n} not delivered: {e}"))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Waits until `members` share out every one of `partitions`, then until each has consumed
+/// more than it had then (so each has committed in the settled assignment); the group traffic
+/// of the journal is the error's context.
+pub async fn settle(
+    cluster: &kmock::Cluster,
+    partitions: i32,
+    what: &str,
+    members: &[&Member],
+) -> Result<()> {
+    let traffic = || super::excerpt::group_excerpt(cluster.journal().entries());
+    wait_members(what, members, SETTLE_TIMEOUT, |a, _| {
+        partitioned(a, partitions)
+    })
+    .await
+    .with_context(traffic)?;
+    let before: Vec<usize> = members.iter().map(|m| m.consumed().len()).collect();
+    wait_members(
+        &format!("{what}: each consumes more"),
+        members,
+        SETTLE_TIMEOUT,
+        |_, consumed| consumed.iter().zip(&before).all(|(now, b)| now.len() > *b),
+    )
+    .await
+    .with_context(traffic)
 }

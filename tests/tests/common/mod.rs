@@ -116,6 +116,7 @@ pub mod classic_group;
 pub mod cluster_ops;
 pub mod commit_retries;
 pub mod exactly_once;
+pub mod consumer_group;
 pub mod excerpt;
 pub mod groups;
 pub mod idempotent;

@@ -64,7 +64,9 @@ impl Groups {
     ///
     /// # Errors
     /// ILLEGAL_GENERATION (also for a generation of a group that does not exist),
-    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID.
+    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID; for a KIP-848 consumer group UNKNOWN_MEMBER_ID
+    /// and STALE_MEMBER_EPOCH (any epoch but the member's, stricter than Kafka 4.4 for an older
+    /// epoch and partitions the member has owned since).
     pub fn check_txn_commit(
         &mut self,
         group_id: &str,
@@ -79,6 +81,16 @@ impl Groups {
             self.groups.insert(group_id.to_owned(), Group::new());
             return Ok(());
         };
+        // A KIP-848 consumer group: the member epoch as Kafka 4.4's
+        // `ConsumerGroup.validateOffsetCommit` with `isTransactional`. An epoch older than the
+        // member's is refused whatever the partitions (Kafka takes it for partitions the member
+        // has owned since, KIP-1251: this check does not see the partitions).
+        if let Some(cg) = group.consumer.as_deref() {
+            return match cg.check_commit(member_id, instance_id, generation_id, true, 0)? {
+                None => Ok(()),
+                Some(_) => Err(ResponseError::StaleMemberEpoch),
+            };
+        }
         if generation_id < 0 && group.state == GroupState::Empty {
             return Ok(());
         }

@@ -76,6 +76,9 @@ pub struct Group {
     pub(super) stored: Option<StoredGroup>,
     /// Committed offsets by (topic, partition).
     pub offsets: BTreeMap<(String, i32), CommittedOffset>,
+    /// The KIP-848 state when this is a consumer group (`group.protocol=consumer`), `None`
+    /// for a classic group.
+    pub consumer: Option<Box<consumer::ConsumerGroup>>,
 }
 
 impl Group {
@@ -91,6 +94,7 @@ impl Group {
             rebalance_deadline: None,
             stored: None,
             offsets: BTreeMap::new(),
+            consumer: None,
         }
     }
 
@@ -99,9 +103,30 @@ impl Group {
         self.state
     }
 
-    /// Protocol type (`consumer`), if any member ever joined.
+    /// Protocol type (`consumer`), if any member ever joined; `consumer` for a consumer
+    /// group.
     pub fn protocol_type(&self) -> Option<&str> {
+        if self.consumer.is_some() {
+            return Some("consumer");
+        }
         self.protocol_type.as_deref()
+    }
+
+    /// The group type as ListGroups names it: `consumer` (KIP-848) or `classic`.
+    pub fn group_type(&self) -> &'static str {
+        if self.consumer.is_some() {
+            "consumer"
+        } else {
+            "classic"
+        }
+    }
+
+    /// The state's name as ListGroups gives it, for either group type.
+    pub fn state_name(&self) -> &'static str {
+        match &self.consumer {
+            Some(cg) => cg.state().name(),
+            None => self.state.name(),
+        }
     }
 
     /// Protocol chosen in the current generation.

@@ -33,6 +33,14 @@ impl Groups {
             .groups
             .entry(req.group_id.clone())
             .or_insert_with(Group::new);
+        // A KIP-848 consumer group: an empty one becomes classic again (Kafka deletes it);
+        // classic members joining a live one are not served (see join_group.rs).
+        if let Some(cg) = &group.consumer {
+            if !cg.members.is_empty() {
+                return fail(ResponseError::InconsistentGroupProtocol);
+            }
+            group.consumer = None;
+        }
         if !group.supports(&req.protocol_type, &req.protocols) {
             return fail(ResponseError::InconsistentGroupProtocol);
         }

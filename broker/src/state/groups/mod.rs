@@ -23,6 +23,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 mod commits;
+pub mod consumer;
 mod group;
 mod membership;
 
@@ -157,6 +158,8 @@ pub struct CommittedOffset {
 pub struct Groups {
     groups: BTreeMap<String, Group>,
     next_member: u64,
+    /// Settings of KIP-848 consumer groups.
+    pub consumer_config: consumer::ConsumerGroupConfig,
 }
 
 impl Groups {
@@ -188,6 +191,11 @@ impl Groups {
     /// # Errors
     /// GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members.
     pub fn delete(&mut self, group_id: &str) -> Result<(), ResponseError> {
+        if let Some(cg) = self.groups.get(group_id).and_then(|g| g.consumer.as_ref()) {
+            if !cg.members.is_empty() {
+                return Err(ResponseError::NonEmptyGroup);
+            }
+        }
         match self.groups.get(group_id).map(|g| g.state) {
             None | Some(GroupState::Dead) => Err(ResponseError::GroupIdNotFound),
             Some(GroupState::Empty) => {
@@ -217,7 +225,13 @@ impl Groups {
                     let _ = tx.send(Err(ResponseError::NotCoordinator));
                 }
             }
+            // A consumer group is stored record by record: loaded whole.
+            let consumer = group.consumer.take();
             group.reload(now);
+            group.consumer = consumer.map(|mut c| {
+                c.reload(now, self.consumer_config.session_timeout);
+                c
+            });
         }
     }
 
@@ -226,6 +240,10 @@ impl Groups {
     /// no timers running, as in Kafka). Called by the cluster every few milliseconds.
     pub fn tick(&mut self, now: Instant, coordinated: impl Fn(&str) -> bool) {
         for (_, group) in self.groups.iter_mut().filter(|(id, _)| coordinated(id)) {
+            if let Some(cg) = group.consumer.as_mut() {
+                cg.tick(now);
+                continue;
+            }
             let pending_before = group.pending.len();
             group.pending.retain(|_, expiry| *expiry > now);
             if group.pending.len() < pending_before {

@@ -24,11 +24,13 @@ use kmock_client::Client;
 use super::{case, err, text, Case};
 
 mod commits;
+mod consumer;
 mod members;
 
 use commits::{
     offset_commit_and_fetch_unknown_group_and_topic, offset_commit_members_and_generations,
 };
+use consumer::{consumer_group_heartbeat_errors, consumer_group_reconciliation_and_commits};
 use members::{group_member_lifecycle, group_rebalance_in_progress, join_group_errors};
 
 pub const CASES: &[Case] = &[
@@ -37,6 +39,8 @@ pub const CASES: &[Case] = &[
     case!(group_rebalance_in_progress),
     case!(offset_commit_members_and_generations),
     case!(offset_commit_and_fetch_unknown_group_and_topic),
+    case!(consumer_group_heartbeat_errors),
+    case!(consumer_group_reconciliation_and_commits),
 ];
 
 /// Whether `code` says "the coordinator is loading or elsewhere: ask again".

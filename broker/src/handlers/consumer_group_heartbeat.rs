@@ -1,0 +1,131 @@
+//! ConsumerGroupHeartbeat (API key 68), versions 0–1: the KIP-848 consumer group protocol.
+//!
+//! As Kafka 4.4's `GroupCoordinatorService.consumerGroupHeartbeat` and
+//! `GroupMetadataManager.consumerGroupHeartbeat` ([`crate::state::groups::consumer`]): the
+//! request is validated first (INVALID_REQUEST with Kafka's message: member id required from
+//! v1 and for epochs above 0 or -1 — v0 joins with an empty id and gets one —, non-empty group,
+//! instance and rack ids, a first heartbeat with a rebalance timeout, an empty owned list and
+//! a subscription, epoch -2 only with an instance id, no epoch below -2; UNSUPPORTED_ASSIGNOR
+//! for an assignor other than `uniform` and `range`); NOT_COORDINATOR on any broker but the
+//! group's coordinator. Then: epoch 0 joins (creating the group, or replacing an empty classic
+//! one), -1 leaves, -2 leaves for now (static members); GROUP_ID_NOT_FOUND for a group that
+//! does not exist or is a live classic group, GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID,
+//! FENCED_MEMBER_EPOCH (an epoch above the member's, or below it unless it is the previous
+//! one with owned partitions within the assignment), UNRELEASED_INSTANCE_ID (a static member
+//! joining while its instance id is still held), FENCED_INSTANCE_ID. The answer carries the
+//! assignment when it changed or the request was a full one. Errors carry Kafka's message.
+//! A new group starts at group epoch 1 (its first member joins at 2) and a new target is
+//! computed at most once per `group.consumer.assignment.interval.ms` (1 s), as in Kafka 4.4;
+//! a coordinator move or a broker down keeps the group whole (Kafka stores every change),
+//! each member's session starting again. The conformance cases `consumer_group_*` hold these
+//! answers against Kafka 4.4.0.
+//!
+//! Deviations from Apache Kafka: a subscription by regular expression
+//! (a non-empty `subscribed_topic_regex`) is refused with INVALID_REQUEST ("SubscribedTopicRegex
+//! is not supported by kmock."; an empty one, which librdkafka sends beside its topic names,
+//! means none, as for Kafka); a live classic group is not upgraded to a consumer group (Kafka's
+//! `group.consumer.migration.policy` default, `bidirectional`, converts it when every member
+//! uses the consumer protocol type): it is answered as with the policy `disabled`; the rack id
+//! does not change the assignment (Kafka's assignors prefer same-rack partitions only when
+//! partitions have racks, which kmock's replicas do not); the `uniform` and `range` assignors
+//! reach Kafka's balance and stickiness, not always its exact partition choices
+//! ([`crate::state::groups::consumer::assignors`]).
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
+use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, Ctx};
+use crate::state::groups::consumer::{HeartbeatRequest, Partitions};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = ConsumerGroupHeartbeatRequest::VERSIONS;
+
+/// Joins, heartbeats or leaves.
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: ConsumerGroupHeartbeatRequest,
+    version: i16,
+) -> ConsumerGroupHeartbeatResponse {
+    let text = |s: &Option<StrBytes>| s.as_ref().map(|s| s.as_str().to_owned());
+    let req = HeartbeatRequest {
+        group_id: request.group_id.0.as_str().to_owned(),
+        member_id: request.member_id.as_str().to_owned(),
+        member_epoch: request.member_epoch,
+        instance_id: text(&request.instance_id),
+        rack_id: text(&request.rack_id),
+        rebalance_timeout_ms: request.rebalance_timeout_ms,
+        subscribed_topic_names: request
+            .subscribed_topic_names
+            .as_ref()
+            .map(|ts| ts.iter().map(|t| t.0.as_str().to_owned()).collect()),
+        subscribed_topic_regex: text(&request.subscribed_topic_regex),
+        server_assignor: text(&request.server_assignor),
+        owned: request.topic_partitions.as_ref().map(|ts| {
+            let mut owned = Partitions::new();
+            for t in ts {
+                owned
+                    .entry(t.topic_id)
+                    .or_default()
+                    .extend(t.partitions.iter().copied());
+            }
+            owned
+        }),
+        client_id: ctx.client_id.to_owned(),
+        client_host: format!("/{}", ctx.peer.ip()),
+    };
+    let refused = |(e, m): (ResponseError, String)| {
+        ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(e.code())
+            .with_error_message(Some(str_bytes(&m)))
+            .with_member_epoch(0)
+    };
+    if let Err(r) = req.validate(version) {
+        return refused(r);
+    }
+    // An empty regex is no regex (librdkafka sends "" with its topic names, as Kafka takes).
+    if req
+        .subscribed_topic_regex
+        .as_deref()
+        .is_some_and(|r| !r.is_empty())
+    {
+        return refused((
+            ResponseError::InvalidRequest,
+            "SubscribedTopicRegex is not supported by kmock.".to_owned(),
+        ));
+    }
+    let mut state = ctx.shared.state();
+    if !ctx.coordinates_group(&state, &req.group_id) {
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(ResponseError::NotCoordinator.code());
+    }
+    let topics: BTreeMap<String, (uuid::Uuid, i32)> = state
+        .topics
+        .iter()
+        .map(|(name, t)| (name.clone(), (t.id, t.partitions.len() as i32)))
+        .collect();
+    match state
+        .groups
+        .consumer_heartbeat(req, &topics, tokio::time::Instant::now())
+    {
+        Err(r) => refused(r),
+        Ok(answer) => ConsumerGroupHeartbeatResponse::default()
+            .with_member_id(Some(str_bytes(&answer.member_id)))
+            .with_member_epoch(answer.member_epoch)
+            .with_heartbeat_interval_ms(answer.heartbeat_interval_ms)
+            .with_assignment(answer.assignment.map(|a| {
+                Assignment::default().with_topic_partitions(
+                    a.into_iter()
+                        .map(|(topic_id, ps)| {
+                            TopicPartitions::default()
+                                .with_topic_id(topic_id)
+                                .with_partitions(ps.into_iter().collect())
+                        })
+                        .collect(),
+                )
+            })),
+    }
+}

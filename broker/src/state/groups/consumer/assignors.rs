@@ -1,0 +1,208 @@
+//! The server-side assignors of consumer groups: `uniform` (Kafka's `UniformAssignor`) and
+//! `range` (Kafka's `RangeAssignor`).
+//!
+//! Both give each subscribed partition to exactly one member subscribed to its topic.
+//! - `uniform`: balanced (member counts differ by at most one among members that could take
+//!   each other's partitions) and sticky (a member keeps what its previous target gave it,
+//!   less what balance takes away). Kafka's optimized and general uniform assignors reach the
+//!   same properties; which partition moves where may differ.
+//! - `range`: per topic, the members subscribed to it in member id order get consecutive
+//!   ranges, the first `partitions % members` one more, so topics with as many partitions are
+//!   co-partitioned. Kafka 4's range assignor also keeps previous ranges where it can; this
+//!   one recomputes them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
+
+use super::Partitions;
+
+/// What an assignor sees of one member: its subscription, and its previous target.
+#[derive(Debug, Clone, Default)]
+pub struct MemberSpec {
+    /// Subscribed topic names.
+    pub topics: BTreeSet<String>,
+    /// The member's previous target assignment.
+    pub previous: Partitions,
+}
+
+/// The target assignment by member id, with the assignor `name` (`uniform` or `range`; any
+/// other name is `uniform`); `topics` maps each subscribed topic that exists to its id and
+/// partition count.
+pub fn assign(
+    name: &str,
+    members: &BTreeMap<String, MemberSpec>,
+    topics: &BTreeMap<String, (Uuid, i32)>,
+) -> BTreeMap<String, Partitions> {
+    let mut out: BTreeMap<String, Partitions> = members
+        .keys()
+        .map(|id| (id.clone(), Partitions::new()))
+        .collect();
+    let flat = if name == "range" {
+        range(members, topics)
+    } else {
+        uniform(members, topics)
+    };
+    for (id, parts) in flat {
+        let target = out.entry(id).or_default();
+        for (topic, p) in parts {
+            if let Some((topic_id, _)) = topics.get(&topic) {
+                target.entry(*topic_id).or_default().insert(p);
+            }
+        }
+    }
+    out
+}
+
+type Flat = BTreeMap<String, BTreeSet<(String, i32)>>;
+
+fn range(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid, i32)>) -> Flat {
+    let mut out = Flat::new();
+    for (topic, (_, partitions)) in topics {
+        let subscribed: Vec<&String> = members
+            .iter()
+            .filter(|(_, m)| m.topics.contains(topic))
+            .map(|(id, _)| id)
+            .collect();
+        if subscribed.is_empty() {
+            continue;
+        }
+        let n = subscribed.len() as i32;
+        let (each, extra) = (partitions / n, partitions % n);
+        let mut next = 0;
+        for (i, id) in subscribed.into_iter().enumerate() {
+            let count = each + i32::from((i as i32) < extra);
+            let set = out.entry(id.clone()).or_default();
+            for p in next..next + count {
+                set.insert((topic.clone(), p));
+            }
+            next += count;
+        }
+    }
+    out
+}
+
+fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid, i32)>) -> Flat {
+    let name_of: BTreeMap<Uuid, &String> = topics.iter().map(|(n, (id, _))| (*id, n)).collect();
+    let mut out: Flat = members
+        .keys()
+        .map(|id| (id.clone(), BTreeSet::new()))
+        .collect();
+    let mut taken: BTreeSet<(String, i32)> = BTreeSet::new();
+    // Sticky: what each member's previous target gave it, if it is still valid.
+    for (id, m) in members {
+        for (topic_id, ps) in &m.previous {
+            let Some(topic) = name_of.get(topic_id).filter(|t| m.topics.contains(**t)) else {
+                continue;
+            };
+            let count = topics[*topic].1;
+            for p in ps.iter().filter(|p| **p < count) {
+                let tp = ((*topic).clone(), *p);
+                if taken.insert(tp.clone()) {
+                    out.get_mut(id).expect("every member").insert(tp);
+                }
+            }
+        }
+    }
+    let eligible = |id: &str, topic: &str| members[id].topics.contains(topic);
+    // The rest, each to the eligible member with the fewest.
+    for (topic, (_, count)) in topics {
+        for p in 0..*count {
+            let tp = (topic.clone(), p);
+            if taken.contains(&tp) {
+                continue;
+            }
+            let least = out
+                .iter()
+                .filter(|(id, _)| eligible(id, topic))
+                .min_by_key(|(_, set)| set.len())
+                .map(|(id, _)| id.clone());
+            if let Some(id) = least {
+                taken.insert(tp.clone());
+                out.get_mut(&id).expect("every member").insert(tp);
+            }
+        }
+    }
+    // Balance: move a partition from a member with two more than an eligible other, until
+    // none can move (each move lowers the sum of squared counts, so this ends).
+    loop {
+        let mut moved = false;
+        let ids: Vec<String> = out.keys().cloned().collect();
+        'search: for from in &ids {
+            for to in &ids {
+                if out[from].len() <= out[to].len() + 1 {
+                    continue;
+                }
+                let candidate = out[from]
+                    .iter()
+                    .rev()
+                    .find(|(t, _)| eligible(to, t))
+                    .cloned();
+                if let Some(tp) = candidate {
+                    out.get_mut(from).expect("listed").remove(&tp);
+                    out.get_mut(to).expect("listed").insert(tp);
+                    moved = true;
+                    break 'search;
+                }
+            }
+        }
+        if !moved {
+            return out;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(topics: &[&str]) -> MemberSpec {
+        MemberSpec {
+            topics: topics.iter().map(|t| t.to_string()).collect(),
+            previous: Partitions::new(),
+        }
+    }
+
+    fn counts(a: &BTreeMap<String, Partitions>) -> Vec<usize> {
+        a.values()
+            .map(|p| p.values().map(|s| s.len()).sum())
+            .collect()
+    }
+
+    #[test]
+    fn uniform_balances_six_partitions_over_two_then_three_members_and_keeps_what_it_can() {
+        let t = Uuid::from_u128(7);
+        let topics = BTreeMap::from([("t".to_owned(), (t, 6))]);
+        let mut members = BTreeMap::from([
+            ("a".to_owned(), spec(&["t"])),
+            ("b".to_owned(), spec(&["t"])),
+        ]);
+        let first = assign("uniform", &members, &topics);
+        assert_eq!(counts(&first), vec![3, 3]);
+        for (id, m) in &mut members {
+            m.previous = first[id].clone();
+        }
+        members.insert("c".to_owned(), spec(&["t"]));
+        let second = assign("uniform", &members, &topics);
+        assert_eq!(counts(&second), vec![2, 2, 2]);
+        for id in ["a", "b"] {
+            assert!(
+                second[id][&t].is_subset(&first[id][&t]),
+                "{id} kept: {second:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn range_gives_consecutive_ranges_in_member_id_order() {
+        let t = Uuid::from_u128(7);
+        let topics = BTreeMap::from([("t".to_owned(), (t, 5))]);
+        let members = BTreeMap::from([
+            ("a".to_owned(), spec(&["t"])),
+            ("b".to_owned(), spec(&["t"])),
+        ]);
+        let out = assign("range", &members, &topics);
+        assert_eq!(out["a"][&t], BTreeSet::from([0, 1, 2]));
+        assert_eq!(out["b"][&t], BTreeSet::from([3, 4]));
+    }
+}
