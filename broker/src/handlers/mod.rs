@@ -237,6 +237,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         }
         RequestKind::ListTransactions(r) => {
             ResponseKind::ListTransactions(list_transactions::handle(ctx, r, v))
+        }
         RequestKind::ConsumerGroupHeartbeat(r) => {
             ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(ctx, r, v))
         }
