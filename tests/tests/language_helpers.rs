@@ -1,5 +1,5 @@
-//! The kmock test helpers for other languages (`fixtures/helpers/`, README "In a Python or Go
-//! test") and the client tests written with them, run by their own test runners against the
+//! The kmock test helpers for other languages (`fixtures/helpers/`, README "In a Python, Go,
+//! Java or JavaScript test") and the client tests written with them, run by their own test runners against the
 //! `kmock` binary this workspace builds, so that `cargo test --workspace` runs every test:
 //!
 //! - Python: kmock-pytest's own tests (`fixtures/helpers/python/tests`), then kafka-python and
@@ -29,7 +29,12 @@ use kmock_tests::{built_kmock, fixture};
 /// its output, and fails the test if it fails.
 fn run_runner(dir: &Path, program: &Path, args: &[&str]) {
     let kmock = built_kmock().unwrap();
-    let shown = format!("{} {} (in {})", program.display(), args.join(" "), dir.display());
+    let shown = format!(
+        "{} {} (in {})",
+        program.display(),
+        args.join(" "),
+        dir.display()
+    );
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
