@@ -115,5 +115,9 @@ fn the_javascript_helper_and_the_javascript_client_written_with_it_pass() {
             &["ci", "--ignore-scripts", "--no-audit", "--no-fund"],
         );
     }
-    run_runner(&clients, node, &["--test", "kafkajs.test.js"]);
+    run_runner(
+        &clients,
+        node,
+        &["--test", "kafkajs.test.js", "violation.test.js"],
+    );
 }
