@@ -1,5 +1,5 @@
-//! The kmock test helpers for other languages (`fixtures/helpers/`, README "In a Python or Go
-//! test") and the client tests written with them, run by their own test runners against the
+//! The kmock test helpers for other languages (`fixtures/helpers/`, README "In a Python, Go,
+//! Java or JavaScript test") and the client tests written with them, run by their own test runners against the
 //! `kmock` binary this workspace builds, so that `cargo test --workspace` runs every test:
 //!
 //! - Python: kmock-pytest's own tests (`fixtures/helpers/python/tests`), then kafka-python and
@@ -7,11 +7,18 @@
 //!   virtualenv `fixtures/clients/python/pytest/venv.sh` makes from hash-pinned wheels;
 //! - Go: kmocktest's own tests (`fixtures/helpers/go/kmocktest`), then franz-go and
 //!   segmentio/kafka-go with it (`fixtures/clients/go/kmocktest-clients`), modules from the Go
-//!   proxy checked against the committed go.sum.
+//!   proxy checked against the committed go.sum;
+//! - Java: kmock-junit's own Surefire tests (`fixtures/helpers/java`), then kafka-clients 4.4.0
+//!   with it (`fixtures/clients/java/junit`), one Maven reactor (`reactor.xml`) run offline
+//!   (`mvn -o`: `.ci/run` fetched its artifacts online once);
+//! - JavaScript: kmock-test's own tests (`fixtures/helpers/node`, `node --test`), then kafkajs
+//!   2.2.4 with it (`fixtures/clients/node/kmock-test-clients`, installed from its
+//!   package-lock.json by `npm ci` when absent).
 //!
 //! Each runner's whole output is printed (`--nocapture` shows it; a failure always does), and
 //! a runner that fails fails the test. The runners bound their own tests (pytest's helper
-//! waits, `go test`'s default 10-minute timeout), so no guard is added here.
+//! waits, `go test`'s default 10-minute timeout, the Java and JavaScript helpers' and client
+//! tests' hang guards on every wait, node's per-test timeouts), so no guard is added here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,7 +29,12 @@ use kmock_tests::{built_kmock, fixture};
 /// its output, and fails the test if it fails.
 fn run_runner(dir: &Path, program: &Path, args: &[&str]) {
     let kmock = built_kmock().unwrap();
-    let shown = format!("{} {} (in {})", program.display(), args.join(" "), dir.display());
+    let shown = format!(
+        "{} {} (in {})",
+        program.display(),
+        args.join(" "),
+        dir.display()
+    );
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
@@ -77,5 +89,35 @@ fn the_go_helper_and_the_go_clients_written_with_it_pass() {
         &fixture("clients/go/kmocktest-clients"),
         &go,
         &["test", "-count=1", "-v", "./..."],
+    );
+}
+
+#[test]
+fn the_java_helper_and_the_java_client_written_with_it_pass() {
+    // The helper's own tests and the client tests, in one reactor so the client tests use the
+    // helper from source.
+    run_runner(
+        &fixture("clients/java/junit"),
+        Path::new("mvn"),
+        &["-o", "-q", "-B", "-f", "reactor.xml", "test"],
+    );
+}
+
+#[test]
+fn the_javascript_helper_and_the_javascript_client_written_with_it_pass() {
+    let node = Path::new("node");
+    run_runner(&fixture("helpers/node"), node, &["--test", "test/"]);
+    let clients = fixture("clients/node/kmock-test-clients");
+    if !clients.join("node_modules/kafkajs").is_dir() {
+        run_runner(
+            &clients,
+            Path::new("npm"),
+            &["ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+        );
+    }
+    run_runner(
+        &clients,
+        node,
+        &["--test", "kafkajs.test.js", "violation.test.js"],
     );
 }
