@@ -13,6 +13,8 @@
 //! cases share one broker without seeing each other.
 
 pub mod batches;
+mod configs;
+mod edges;
 mod fetch;
 mod groups;
 mod idempotence;
@@ -71,6 +73,9 @@ pub fn all() -> Vec<Case> {
         fetch::CASES,
         idempotence::CASES,
         groups::CASES,
+        configs::CASES,
+        edges::CASES,
+        groups::admin::CASES,
     ]
     .concat()
 }

@@ -23,6 +23,7 @@ use kmock_client::Client;
 
 use super::{case, err, text, Case};
 
+pub(super) mod admin;
 mod commits;
 mod members;
 
@@ -107,7 +108,7 @@ impl ErrorCode for kafka_protocol::messages::OffsetFetchResponse {
 }
 
 /// FindCoordinator v4 for `group` until a coordinator is named.
-async fn coordinator(client: &Client, group: &str) -> Result<()> {
+pub(super) async fn coordinator(client: &Client, group: &str) -> Result<()> {
     let answer = until_served(client, 4, || {
         FindCoordinatorRequest::default()
             .with_key_type(0)
