@@ -8,7 +8,9 @@
 //! `configuration_keys` filters the list; null or empty means every config.
 //!
 //! Deviations from Apache Kafka: broker configs are a short fixed list, not the whole
-//! `KafkaConfig`; synonyms and documentation are not filled in.
+//! `KafkaConfig`; topic configs are the ones kmock knows (`TOPIC_CONFIG_DEFAULTS`), not all of
+//! Kafka's (conformance case `describe_configs_every_topic_config`); synonyms and
+//! documentation are not filled in (`describe_configs_synonyms`).
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::{
@@ -67,12 +69,12 @@ fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfig
             Err(message) => Err((ResponseError::InvalidTopicException, message)),
             Ok(state) => match state.topics.get(name) {
                 Some(topic) => Ok(TOPIC_CONFIG_DEFAULTS
-                .iter()
-                .map(|(k, default)| match topic.configs().get(*k) {
-                    Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
-                    None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
-                })
-                .collect()),
+                    .iter()
+                    .map(|(k, default)| match topic.configs().get(*k) {
+                        Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
+                        None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
+                    })
+                    .collect()),
                 None => Err((
                     ResponseError::UnknownTopicOrPartition,
                     format!("topic {name:?} does not exist"),

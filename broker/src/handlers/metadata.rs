@@ -15,7 +15,7 @@
 //! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
 //! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; kmock's own
 //! `__consumer_offsets` (its group coordinators) is not listed, where Kafka lists the topic once
-//! its first FindCoordinator has created it. A `__consumer_offsets` (or other internal topic)
+//! its first FindCoordinator has created it (conformance case `metadata_internal_topic`). A `__consumer_offsets` (or other internal topic)
 //! created by CreateTopics is listed as internal, as Kafka does.
 
 use std::collections::{BTreeSet, HashSet};

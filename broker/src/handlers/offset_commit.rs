@@ -14,7 +14,10 @@
 //! it (`commit-for-unassigned-partition` names it when the group rebalances eagerly).
 //! NOT_COORDINATOR on any broker but the group's coordinator.
 //!
-//! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
+//! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire. A
+//! commit to a partition of kmock's own `__consumer_offsets` (coordinator state, not a topic
+//! unless CreateTopics made it one) is UNKNOWN_TOPIC_OR_PARTITION, where Kafka stores it
+//! (stricter; conformance case `offset_commit_to_the_internal_topic`).
 
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};

@@ -50,7 +50,9 @@ async fn describe(
                     DescribeConfigsResource::default()
                         .with_resource_type(*kind)
                         .with_resource_name(text(name))
-                        .with_configuration_keys(keys.map(|ks| ks.iter().map(|k| text(k)).collect()))
+                        .with_configuration_keys(
+                            keys.map(|ks| ks.iter().map(|k| text(k)).collect()),
+                        )
                 })
                 .collect(),
         );
@@ -95,7 +97,12 @@ async fn describe(
 async fn describe_configs_topic_keys_set_and_default(cx: Ctx) -> Result<Lines> {
     let client = cx.connect().await?;
     let full = cx
-        .create(&client, "t", 1, &[("retention.ms", "1000"), ("cleanup.policy", "compact")])
+        .create(
+            &client,
+            "t",
+            1,
+            &[("retention.ms", "1000"), ("cleanup.policy", "compact")],
+        )
         .await?;
     let keys: &[&str] = &[
         "retention.ms",
@@ -173,7 +180,9 @@ async fn describe_configs_other_broker(cx: Ctx) -> Result<Lines> {
 
 async fn describe_configs_synonyms(cx: Ctx) -> Result<Lines> {
     let client = cx.connect().await?;
-    let full = cx.create(&client, "t", 1, &[("retention.ms", "1000")]).await?;
+    let full = cx
+        .create(&client, "t", 1, &[("retention.ms", "1000")])
+        .await?;
     describe(
         &cx,
         &client,

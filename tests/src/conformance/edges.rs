@@ -308,7 +308,16 @@ async fn offset_commit_refusals(cx: Ctx) -> Result<Lines> {
     let full = cx.create(&client, "t", 1, &[]).await?;
     let long = Some("m".repeat(4097));
     Ok(vec![
-        commit_one(&client, "metadata 4096", &group, &full, 0, 1, Some("m".repeat(4096))).await?,
+        commit_one(
+            &client,
+            "metadata 4096",
+            &group,
+            &full,
+            0,
+            1,
+            Some("m".repeat(4096)),
+        )
+        .await?,
         commit_one(&client, "metadata 4097", &group, &full, 0, 1, long).await?,
         commit_one(&client, "partition 7", &group, &full, 7, 1, None).await?,
         commit_one(&client, "offset -5", &group, &full, 0, -5, None).await?,

@@ -86,7 +86,10 @@ async fn describe_groups_stable_empty_and_left(cx: Ctx) -> Result<Lines> {
     let (member, _) = stable_member(&client, &stable).await?;
     committed_group(&cx, &client, &empty).await?;
     let mut lines = describe(&cx, &client, &[&stable, &empty]).await?;
-    lines.push(format!("leave: {}", leave(&client, &stable, &member).await?));
+    lines.push(format!(
+        "leave: {}",
+        leave(&client, &stable, &member).await?
+    ));
     lines.extend(describe(&cx, &client, &[&stable]).await?);
     Ok(lines)
 }
@@ -355,7 +358,10 @@ async fn offset_delete_subscribed_topic(cx: Ctx) -> Result<Lines> {
     .await?;
     let member = joined.member_id.to_string();
     let synced = super::sync(&client, &group, &member, joined.generation_id, true).await?;
-    let mut lines = vec![joined_line("subscribed", &joined), format!("sync: {synced}")];
+    let mut lines = vec![
+        joined_line("subscribed", &joined),
+        format!("sync: {synced}"),
+    ];
     for t in [&full, &other] {
         let code = commit(&client, &group, joined.generation_id, &member, t).await?;
         lines.push(format!("commit {}: {code}", cx.short(t)));
@@ -391,9 +397,21 @@ async fn find(client: &Client, version: i16, key_type: i8, keys: &[&str]) -> Res
     let keyed: Vec<String> = answer
         .coordinators
         .iter()
-        .map(|c| format!("{}: {} node {}", keys.iter().position(|k| **k == *c.key.as_str()).map_or(-1, |i| i as i32), err(c.error_code), c.node_id.0))
+        .map(|c| {
+            format!(
+                "{}: {} node {}",
+                keys.iter()
+                    .position(|k| **k == *c.key.as_str())
+                    .map_or(-1, |i| i as i32),
+                err(c.error_code),
+                c.node_id.0
+            )
+        })
         .collect();
-    Ok(format!("v{version} type {key_type}: [{}]", keyed.join(", ")))
+    Ok(format!(
+        "v{version} type {key_type}: [{}]",
+        keyed.join(", ")
+    ))
 }
 
 async fn find_coordinator_versions(cx: Ctx) -> Result<Lines> {
@@ -466,7 +484,16 @@ async fn join_group_static_member(cx: Ctx) -> Result<Lines> {
     let member = first.member_id.to_string();
     let synced = super::sync(&client, &group, &member, first.generation_id, true).await?;
     lines.push(format!("sync: {synced}"));
-    let fenced = join_as(&client, &group, "ghost", Some("i1"), "consumer", &["range"], &[]).await?;
+    let fenced = join_as(
+        &client,
+        &group,
+        "ghost",
+        Some("i1"),
+        "consumer",
+        &["range"],
+        &[],
+    )
+    .await?;
     lines.push(joined_line("static, unknown member id", &fenced));
     let request = SyncGroupRequest::default()
         .with_group_id(GroupId(text(&group)))
