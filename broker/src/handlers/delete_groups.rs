@@ -2,9 +2,8 @@
 //!
 //! Deletes Empty groups with their committed offsets; a group with members gets
 //! NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, as Kafka's
-//! `GroupCoordinator.handleDeleteGroups`; the empty group id is GROUP_ID_NOT_FOUND even with
-//! offsets committed under it, and a group named twice is answered once (Kafka 4.4, conformance
-//! cases `delete_groups_*`). NOT_COORDINATOR on any broker but the group's
+//! `GroupCoordinator.handleDeleteGroups`; a group named twice is answered once (Kafka 4.4,
+//! conformance case `delete_groups_same_group_twice`). NOT_COORDINATOR on any broker but the group's
 //! coordinator.
 //!
 //! Deviations from Apache Kafka: none known.
@@ -32,9 +31,6 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteGroupsRequest, _version: i16) -> Del
             let mut state = ctx.shared.state();
             let result = if !ctx.coordinates_group(&state, id.0.as_str()) {
                 Err(ResponseError::NotCoordinator)
-            } else if id.0.is_empty() {
-                // Routed for old clients, but never a group that can be deleted.
-                Err(ResponseError::GroupIdNotFound)
             } else {
                 state.groups.delete(id.0.as_str())
             };

@@ -3,8 +3,7 @@
 //! State, protocol type, protocol and members (ids, client id and host, metadata, assignment)
 //! of each group; protocol, metadata and assignment only while Stable, as Kafka's
 //! `GroupMetadata.summary`. A group that does not exist is described as Dead, with GROUP_ID_NOT_FOUND
-//! from v6 (KIP-1043), as Kafka; so is the empty group id, even with offsets committed under
-//! it (Kafka 4.4, conformance case `describe_groups_unknown_and_empty_ids`). NOT_COORDINATOR on any broker but the group's coordinator.
+//! from v6 (KIP-1043), as Kafka. NOT_COORDINATOR on any broker but the group's coordinator.
 //!
 //! Deviations from Apache Kafka: no authorized operations are reported.
 
@@ -37,12 +36,7 @@ pub fn handle(
             if !ctx.coordinates_group(&state, id.0.as_str()) {
                 return described.with_error_code(ResponseError::NotCoordinator.code());
             }
-            // Kafka routes the empty group id (kept for old clients) but describes it as a group
-            // that does not exist, even when offsets were committed under it.
-            let found = Some(id.0.as_str())
-                .filter(|g| !g.is_empty())
-                .and_then(|g| state.groups.get(g));
-            let Some(group) = found else {
+            let Some(group) = state.groups.get(id.0.as_str()) else {
                 let dead = described.with_group_state(text(GroupState::Dead.name().to_owned()));
                 return if version >= 6 {
                     dead.with_error_code(ResponseError::GroupIdNotFound.code())

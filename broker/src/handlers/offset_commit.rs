@@ -17,7 +17,7 @@
 //! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire. A
 //! commit to a partition of kmock's own `__consumer_offsets` (coordinator state, not a topic
 //! unless CreateTopics made it one) is UNKNOWN_TOPIC_OR_PARTITION, where Kafka stores it
-//! (stricter; conformance case `offset_commit_to_the_internal_topic`).
+//! (stricter).
 
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};

@@ -18,6 +18,7 @@ mod edges;
 mod fetch;
 mod groups;
 mod idempotence;
+mod ids;
 mod offsets;
 mod produce;
 mod topics;
@@ -76,6 +77,8 @@ pub fn all() -> Vec<Case> {
         configs::CASES,
         edges::CASES,
         groups::admin::CASES,
+        groups::states::CASES,
+        ids::CASES,
     ]
     .concat()
 }

@@ -20,7 +20,7 @@ use super::{coordinator, joined_line, leave, stable_member, until_served};
 use crate::conformance::{case, err, name, text, Case, Ctx, Lines};
 
 pub const CASES: &[Case] = &[
-    case!(describe_groups_unknown_and_empty_ids),
+    case!(describe_groups_unknown_group),
     case!(describe_groups_stable_empty_and_left),
     case!(describe_groups_empty_list_and_duplicates),
     case!(list_groups_state_filters),
@@ -73,11 +73,13 @@ async fn committed_group(cx: &Ctx, client: &Client, group: &str) -> Result<Strin
     Ok(full)
 }
 
-async fn describe_groups_unknown_and_empty_ids(cx: Ctx) -> Result<Lines> {
+async fn describe_groups_unknown_group(cx: Ctx) -> Result<Lines> {
     let client = cx.connect().await?;
     let group = cx.topic("g");
     coordinator(&client, &group).await?;
-    describe(&cx, &client, &[&group, ""]).await
+    // Not the empty group id: Kafka 4.4 described it as Dead in one run and as Empty in
+    // others (offsets committed under it by an earlier case), so no stable line.
+    describe(&cx, &client, &[&group]).await
 }
 
 async fn describe_groups_stable_empty_and_left(cx: Ctx) -> Result<Lines> {
@@ -192,7 +194,8 @@ async fn delete_groups_unknown_empty_and_non_empty(cx: Ctx) -> Result<Lines> {
     stable_member(&client, &stable).await?;
     let full = committed_group(&cx, &client, &empty).await?;
     coordinator(&client, &unknown).await?;
-    let mut lines = vec![delete(&cx, &client, &[&stable, &empty, &unknown, ""]).await?];
+    // Not the empty group id: see `describe_groups_unknown_group`.
+    let mut lines = vec![delete(&cx, &client, &[&stable, &empty, &unknown]).await?];
     lines.extend(describe(&cx, &client, &[&stable, &empty]).await?);
     lines.push(format!(
         "fetch deleted: {}",

@@ -26,6 +26,7 @@ use super::{case, err, text, Case};
 pub(super) mod admin;
 mod commits;
 mod members;
+pub(super) mod states;
 
 use commits::{
     offset_commit_and_fetch_unknown_group_and_topic, offset_commit_members_and_generations,
