@@ -20,6 +20,7 @@ mod groups;
 mod idempotence;
 mod ids;
 mod offsets;
+mod paths;
 mod produce;
 mod topics;
 mod versions;
@@ -77,8 +78,10 @@ pub fn all() -> Vec<Case> {
         configs::CASES,
         edges::CASES,
         groups::admin::CASES,
+        groups::coordinators::CASES,
         groups::states::CASES,
         ids::CASES,
+        paths::CASES,
     ]
     .concat()
 }

@@ -1,5 +1,5 @@
-//! Group administration and the coordinator: DescribeGroups, ListGroups (state and type
-//! filters), DeleteGroups, OffsetDelete, FindCoordinator at its versions, and JoinGroup /
+//! Group administration: DescribeGroups, ListGroups (state and type filters), DeleteGroups,
+//! OffsetDelete, and JoinGroup /
 //! SyncGroup refusals of a second member (protocol type and protocol mismatches, static
 //! members).
 
@@ -10,8 +10,8 @@ use kafka_protocol::messages::offset_delete_request::{
     OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
 use kafka_protocol::messages::{
-    DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, JoinGroupRequest,
-    JoinGroupResponse, ListGroupsRequest, OffsetDeleteRequest, SyncGroupRequest,
+    DeleteGroupsRequest, DescribeGroupsRequest, GroupId, JoinGroupRequest, JoinGroupResponse,
+    ListGroupsRequest, OffsetDeleteRequest, SyncGroupRequest,
 };
 use kmock_client::Client;
 
@@ -31,8 +31,6 @@ pub const CASES: &[Case] = &[
     case!(offset_delete_unknown_group_and_topic),
     case!(offset_delete_of_an_empty_group),
     case!(offset_delete_subscribed_topic),
-    case!(find_coordinator_versions),
-    case!(find_coordinator_key_types_and_empty_keys),
     case!(join_group_protocol_type_mismatch),
     case!(join_group_protocol_mismatch),
     case!(join_group_session_timeout_above_max),
@@ -370,78 +368,6 @@ async fn offset_delete_subscribed_topic(cx: Ctx) -> Result<Lines> {
         lines.push(format!("commit {}: {code}", cx.short(t)));
     }
     lines.push(offset_delete(&cx, &client, &group, &[(&full, &[0]), (&other, &[0])]).await?);
-    Ok(lines)
-}
-
-/// FindCoordinator for a group at `version` (v0–v3 by `key`, v4 and later by
-/// `coordinator_keys`): error and whether the coordinator is node 1.
-async fn find(client: &Client, version: i16, key_type: i8, keys: &[&str]) -> Result<String> {
-    let mut request = FindCoordinatorRequest::default();
-    if version < 4 {
-        request = request.with_key(text(keys[0]));
-        if version >= 1 {
-            request = request.with_key_type(key_type);
-        }
-    } else {
-        request = request
-            .with_key_type(key_type)
-            .with_coordinator_keys(keys.iter().map(|k| text(k)).collect());
-    }
-    let Some(answer) = crate::conformance::answered(client.send(request, version).await)? else {
-        return Ok(format!("v{version} type {key_type}: connection closed"));
-    };
-    if version < 4 {
-        return Ok(format!(
-            "v{version} type {key_type}: {} node {}",
-            err(answer.error_code),
-            answer.node_id.0
-        ));
-    }
-    let keyed: Vec<String> = answer
-        .coordinators
-        .iter()
-        .map(|c| {
-            format!(
-                "{}: {} node {}",
-                keys.iter()
-                    .position(|k| **k == *c.key.as_str())
-                    .map_or(-1, |i| i as i32),
-                err(c.error_code),
-                c.node_id.0
-            )
-        })
-        .collect();
-    Ok(format!(
-        "v{version} type {key_type}: [{}]",
-        keyed.join(", ")
-    ))
-}
-
-async fn find_coordinator_versions(cx: Ctx) -> Result<Lines> {
-    let client = cx.connect().await?;
-    let group = cx.topic("g");
-    coordinator(&client, &group).await?;
-    let mut lines = Vec::new();
-    for version in 0..=6 {
-        lines.push(find(&client, version, 0, &[&group]).await?);
-    }
-    Ok(lines)
-}
-
-async fn find_coordinator_key_types_and_empty_keys(cx: Ctx) -> Result<Lines> {
-    let client = cx.connect().await?;
-    let (a, b) = (cx.topic("a"), cx.topic("b"));
-    coordinator(&client, &a).await?;
-    let mut lines = vec![
-        find(&client, 4, 0, &[&a, &b, &a]).await?,
-        find(&client, 4, 0, &[]).await?,
-        find(&client, 4, 0, &[""]).await?,
-        find(&client, 3, 0, &[""]).await?,
-    ];
-    let client = cx.connect().await?;
-    lines.push(find(&client, 4, 7, &[&a]).await?);
-    let client = cx.connect().await?;
-    lines.push(find(&client, 3, 7, &[&a]).await?);
     Ok(lines)
 }
 

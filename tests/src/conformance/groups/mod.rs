@@ -25,8 +25,11 @@ use super::{case, err, text, Case};
 
 pub(super) mod admin;
 mod commits;
+pub(super) mod coordinators;
 mod members;
 pub(super) mod states;
+
+pub(super) use commits::commit as commit_as;
 
 use commits::{
     offset_commit_and_fetch_unknown_group_and_topic, offset_commit_members_and_generations,
@@ -163,9 +166,21 @@ async fn join(client: &Client, group: &str, member: &str) -> Result<JoinGroupRes
     join_with(client, group, member, 30_000, &["range"]).await
 }
 
+/// A member of `group` joined (after MEMBER_ID_REQUIRED) but not synced: its member id and
+/// generation.
+pub(super) async fn joined_member(client: &Client, group: &str) -> Result<(String, i32)> {
+    coordinator(client, group).await?;
+    let first = join(client, group, "").await?;
+    let joined = join(client, group, first.member_id.as_str()).await?;
+    if joined.error_code != 0 {
+        bail!("JoinGroup {group}: {}", err(joined.error_code));
+    }
+    Ok((joined.member_id.to_string(), joined.generation_id))
+}
+
 /// A member of `group` in a stable group of one: joined (after MEMBER_ID_REQUIRED) and synced.
 /// Its member id and generation.
-async fn stable_member(client: &Client, group: &str) -> Result<(String, i32)> {
+pub(super) async fn stable_member(client: &Client, group: &str) -> Result<(String, i32)> {
     coordinator(client, group).await?;
     let first = join(client, group, "").await?;
     let joined = join(client, group, first.member_id.as_str()).await?;
@@ -182,7 +197,7 @@ async fn stable_member(client: &Client, group: &str) -> Result<(String, i32)> {
 
 /// SyncGroup v5 of `member` at `generation`, with an assignment for itself when `leader`: the
 /// error name.
-async fn sync(
+pub(super) async fn sync(
     client: &Client,
     group: &str,
     member: &str,
@@ -209,7 +224,12 @@ async fn sync(
 }
 
 /// Heartbeat v4 of `member` at `generation`: the error name.
-async fn heartbeat(client: &Client, group: &str, member: &str, generation: i32) -> Result<String> {
+pub(super) async fn heartbeat(
+    client: &Client,
+    group: &str,
+    member: &str,
+    generation: i32,
+) -> Result<String> {
     let request = HeartbeatRequest::default()
         .with_group_id(GroupId(text(group)))
         .with_generation_id(generation)
