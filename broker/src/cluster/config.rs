@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
 
@@ -86,6 +86,9 @@ pub(crate) struct Config {
     pub replication_factor: Option<usize>,
     /// Idle timeout, frame timeout, connection cap.
     pub limits: crate::limits::ConnectionLimits,
+    /// How long after the start the group and transaction coordinators answer
+    /// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's while their partitions load.
+    pub coordinator_load: Option<Duration>,
 }
 
 impl Config {
@@ -144,6 +147,7 @@ impl Default for Config {
             seed: 0,
             replication_factor: None,
             limits: crate::limits::ConnectionLimits::default(),
+            coordinator_load: None,
         }
     }
 }
