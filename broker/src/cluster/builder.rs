@@ -37,7 +37,8 @@ impl ClusterBuilder {
     /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
     /// AddPartitionsToTxn, AddOffsetsToTxn and EndTxn, so that a client's retry path runs.
     /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
-    /// `coordinator_load` (journaled as faults, listed with the others, gone after a reset).
+    /// `coordinator_load`, journaled as faults and listed with the others; their window is
+    /// measured from the cluster's start (a reset does not start another load).
     /// Default: none.
     pub fn coordinator_load(mut self, load: std::time::Duration) -> Self {
         self.config.coordinator_load = Some(load);
