@@ -169,11 +169,25 @@ async fn delete_topics_duplicate_and_empty(cx: Ctx) -> Result<Lines> {
     Ok(lines)
 }
 
+/// Waits until Metadata no longer lists `full` (Kafka answers DeleteTopics once its controller
+/// has removed the topic, before its broker has).
+async fn gone(client: &Client, full: &str) -> Result<()> {
+    loop {
+        let metadata = client.metadata(Some(&[full])).await?;
+        if metadata.topics[0].error_code != 0 {
+            return Ok(());
+        }
+        // Polling, the only way a client learns a topic is gone; the case's hang guard bounds it.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// A topic deleted, then its name used by Metadata, ListOffsets and Produce, then created anew.
 async fn delete_topics_then_use_the_name(cx: Ctx) -> Result<Lines> {
     let client = cx.connect().await?;
     let full = cx.create(&client, "t", 1, &[]).await?;
     let mut lines = vec![delete(&cx, &client, &[&full]).await?];
+    gone(&client, &full).await?;
     lines.push(delete(&cx, &client, &[&full]).await?);
     lines.extend(list(&cx, &full, 7, &[(0, -1)]).await?);
     let batch = v2(&[record_at(b"k", b"v", 1000)])?;

@@ -26,7 +26,7 @@ pub const CASES: &[Case] = &[
 ];
 
 /// The topic id Metadata v12 gives `full`.
-async fn topic_id(client: &Client, full: &str) -> Result<Uuid> {
+pub(super) async fn topic_id(client: &Client, full: &str) -> Result<Uuid> {
     let request = MetadataRequest::default().with_topics(Some(vec![
         MetadataRequestTopic::default().with_name(Some(name(full))),
     ]));

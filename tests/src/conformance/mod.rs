@@ -14,6 +14,7 @@
 
 pub mod batches;
 mod configs;
+mod each_version;
 mod edges;
 mod fetch;
 mod groups;
@@ -82,6 +83,7 @@ pub fn all() -> Vec<Case> {
         groups::states::CASES,
         ids::CASES,
         paths::CASES,
+        each_version::CASES,
     ]
     .concat()
 }
