@@ -273,7 +273,8 @@ async fn a_journal_with_every_violation(file: &JournalFile) -> (Cluster, Control
     let stamped = |from: i64, n: i64| -> Vec<_> {
         (from..from + n)
             .map(|i| kafka_protocol::records::Record {
-                timestamp: 1_800_000_000_000 + i,
+                // In the past: `message.timestamp.after.max.ms` refuses more than an hour ahead.
+                timestamp: 1_700_000_000_000 + i,
                 ..kmock_client::record(b"k", b"v")
             })
             .collect()

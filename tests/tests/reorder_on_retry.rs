@@ -13,8 +13,9 @@ use kmock_client::{record, Client};
 const TOPIC: &str = "t";
 /// NOT_LEADER_OR_FOLLOWER.
 const NOT_LEADER: i16 = 6;
-/// A timestamp well inside what Kafka accepts.
-const T0: i64 = 1_800_000_000_000;
+/// A timestamp well inside what Kafka accepts: in the past (`message.timestamp.after.max.ms`
+/// refuses more than an hour ahead).
+const T0: i64 = 1_700_000_000_000;
 
 /// Records `first..first + n`, record i stamped `T0 + i` ms with value `i`: a resend of the
 /// same records carries the same timestamps.

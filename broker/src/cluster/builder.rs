@@ -12,7 +12,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::Error;
-use crate::faults::Rules;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::ResponseError;
+
+use crate::faults::{Rule, Rules};
 use crate::journal::{Journal, Sink};
 
 use super::{
@@ -29,6 +32,21 @@ pub struct ClusterBuilder {
 }
 
 impl ClusterBuilder {
+    /// For `load` after the start, the group and transaction coordinators answer
+    /// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's do while they load their `__consumer_offsets` /
+    /// `__transaction_state` partitions after a broker starts (`CoordinatorRuntime`: a shard
+    /// not yet loaded refuses its reads and writes with `CoordinatorLoadInProgressException`):
+    /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
+    /// AddPartitionsToTxn, AddOffsetsToTxn and EndTxn, so that a client's retry path runs.
+    /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
+    /// `coordinator_load`, journaled as faults and listed with the others; their window is
+    /// measured from the cluster's start (a reset does not start another load).
+    /// Default: none.
+    pub fn coordinator_load(mut self, load: std::time::Duration) -> Self {
+        self.config.coordinator_load = Some(load);
+        self
+    }
+
     /// Number of brokers, each with its own listener and node id (1..=n). Default 1.
     ///
     /// # Panics
@@ -263,14 +281,16 @@ impl ClusterBuilder {
             journal_sink,
         );
         let seed = config.seed;
+        let rules = coordinator_load_rules(seed, config.coordinator_load)?;
+        let in_force = rules.any();
         let shared = Arc::new(Shared {
             config,
             brokers,
             state: Mutex::new(state),
             data_arrived: Notify::new(),
             journal,
-            rules: Mutex::new(Rules::new(seed)),
-            rules_in_force: AtomicBool::new(false),
+            rules: Mutex::new(rules),
+            rules_in_force: AtomicBool::new(in_force),
             next_connection_id: AtomicU64::new(0),
         });
         let shutdown = CancellationToken::new();
@@ -294,4 +314,35 @@ impl ClusterBuilder {
             }),
         })
     }
+}
+
+/// The APIs a loading coordinator refuses ([`ClusterBuilder::coordinator_load`]).
+const COORDINATOR_APIS: &[ApiKey] = &[
+    ApiKey::JoinGroup,
+    ApiKey::SyncGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+];
+
+/// The rules in force at the start: none, or COORDINATOR_LOAD_IN_PROGRESS on every
+/// [`COORDINATOR_APIS`] request until `load` after the start.
+fn coordinator_load_rules(seed: u64, load: Option<std::time::Duration>) -> Result<Rules, Error> {
+    let mut rules = Rules::new(seed);
+    if let Some(load) = load {
+        for api in COORDINATOR_APIS {
+            let rule = Rule::on(*api)
+                .named("coordinator_load")
+                .until(load)
+                .from_cluster_start()
+                .error(ResponseError::CoordinatorLoadInProgress);
+            rules.add(rule).map_err(Error::Config)?;
+        }
+    }
+    Ok(rules)
 }

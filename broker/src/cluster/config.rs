@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
 
@@ -132,6 +132,9 @@ pub(crate) struct Config {
     pub limits: crate::limits::ConnectionLimits,
     /// KIP-848 consumer group settings.
     pub consumer_groups: crate::state::groups::consumer::ConsumerGroupConfig,
+    /// How long after the start the group and transaction coordinators answer
+    /// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's while their partitions load.
+    pub coordinator_load: Option<Duration>,
 }
 
 impl Config {
@@ -193,6 +196,7 @@ impl Default for Config {
             replication_factor: None,
             limits: crate::limits::ConnectionLimits::default(),
             consumer_groups: Default::default(),
+            coordinator_load: None,
         }
     }
 }

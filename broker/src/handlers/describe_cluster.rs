@@ -1,11 +1,16 @@
 //! DescribeCluster (API key 60), versions 0–2.
 //!
-//! Deviations from Apache Kafka: `endpoint_type` 2 (controllers, KIP-919) is answered with the
-//! brokers, since kmock has no separate controllers; no authorized operations are reported.
+//! `endpoint_type` (v1+, KIP-919): 1 (brokers) is answered; 2 (controllers) is
+//! MISMATCHED_ENDPOINT_TYPE and any other UNSUPPORTED_ENDPOINT_TYPE, with no brokers, as a
+//! Kafka broker's listener answers (controllers are asked on a controller listener, which kmock
+//! does not have).
+//!
+//! Deviations from Apache Kafka: no authorized operations are reported.
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
-use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
+use kafka_protocol::ResponseError;
 
 use super::{advertised, str_bytes, Ctx};
 
@@ -18,6 +23,25 @@ pub fn handle(
     request: DescribeClusterRequest,
     _version: i16,
 ) -> DescribeClusterResponse {
+    let refused = match request.endpoint_type {
+        1 => None,
+        2 => Some((
+            ResponseError::MismatchedEndpointType,
+            "The request was sent to an endpoint of type broker, but we wanted an endpoint of type controller",
+        )),
+        _ => Some((
+            ResponseError::UnsupportedEndpointType,
+            "Unsupported endpoint type",
+        )),
+    };
+    if let Some((error, message)) = refused {
+        return DescribeClusterResponse::default()
+            .with_endpoint_type(request.endpoint_type)
+            .with_error_code(error.code())
+            .with_error_message(Some(StrBytes::from_static_str(message)))
+            .with_controller_id(BrokerId(-1))
+            .with_cluster_authorized_operations(i32::MIN);
+    }
     let down = ctx.shared.state().down.clone();
     let live = ctx
         .shared

@@ -1,13 +1,16 @@
 //! DescribeConfigs (API key 32), versions 1–4.
 //!
-//! Topic resources (type 2): every topic config kmock knows, with the topic's overrides
+//! Topic resources (type 2): a name no topic may have is INVALID_TOPIC_EXCEPTION, an unknown
+//! topic UNKNOWN_TOPIC_OR_PARTITION; every topic config kmock knows, with the topic's overrides
 //! (source TOPIC_CONFIG) or Kafka's defaults (source DEFAULT_CONFIG). Broker resources (type 4,
 //! name = this broker's node id, or empty for the cluster default; another broker's id is
 //! INVALID_REQUEST, as Kafka's `ConfigHelper`): the broker defaults clients read.
 //! `configuration_keys` filters the list; null or empty means every config.
 //!
 //! Deviations from Apache Kafka: broker configs are a short fixed list, not the whole
-//! `KafkaConfig`; synonyms and documentation are not filled in.
+//! `KafkaConfig`; topic configs are the ones kmock knows (`TOPIC_CONFIG_DEFAULTS`), not all of
+//! Kafka's (conformance case `describe_configs_every_topic_config`); synonyms and
+//! documentation are not filled in (`describe_configs_synonyms`).
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::{
@@ -19,7 +22,7 @@ use kafka_protocol::ResponseError;
 
 use super::create_topics::{SOURCE_DEFAULT, SOURCE_TOPIC};
 use super::{str_bytes, Ctx};
-use crate::state::topics::TOPIC_CONFIG_DEFAULTS;
+use crate::state::topics::{validate_name, TOPIC_CONFIG_DEFAULTS};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DescribeConfigsRequest::VERSIONS;
@@ -60,18 +63,23 @@ fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfig
         .with_resource_type(resource.resource_type)
         .with_resource_name(resource.resource_name.clone());
     let configs: Result<Vec<Config>, (ResponseError, String)> = match resource.resource_type {
-        RESOURCE_TOPIC => match ctx.shared.state().topics.get(name) {
-            Some(topic) => Ok(TOPIC_CONFIG_DEFAULTS
-                .iter()
-                .map(|(k, default)| match topic.configs().get(*k) {
-                    Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
-                    None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
-                })
-                .collect()),
-            None => Err((
-                ResponseError::UnknownTopicOrPartition,
-                format!("topic {name:?} does not exist"),
-            )),
+        // A name no topic may have is INVALID_TOPIC_EXCEPTION, as Kafka's `ConfigHelper`
+        // (`Topic.validate`) before any lookup.
+        RESOURCE_TOPIC => match validate_name(name).map(|()| ctx.shared.state()) {
+            Err(message) => Err((ResponseError::InvalidTopicException, message)),
+            Ok(state) => match state.topics.get(name) {
+                Some(topic) => Ok(TOPIC_CONFIG_DEFAULTS
+                    .iter()
+                    .map(|(k, default)| match topic.configs().get(*k) {
+                        Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
+                        None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
+                    })
+                    .collect()),
+                None => Err((
+                    ResponseError::UnknownTopicOrPartition,
+                    format!("topic {name:?} does not exist"),
+                )),
+            },
         },
         RESOURCE_BROKER => {
             if name.is_empty() || name == ctx.node_id.to_string() {

@@ -11,6 +11,7 @@
 //! would write more than `QuorumController.MAX_RECORDS_PER_USER_OP` (10,000) records (one per
 //! topic and one per partition): then none is created and each stays UNKNOWN_TOPIC_OR_PARTITION
 //! (INVALID_TOPIC_EXCEPTION for an illegal name, checked before the controller is asked).
+//! A request naming any topic id (v10+) is answered by ids alone, names ignored.
 //!
 //! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
 //! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; kmock's own
@@ -50,6 +51,22 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
         None => state.topics.values().map(topic_metadata).collect(),
         Some(ref t) if t.is_empty() && version == 0 => {
             state.topics.values().map(topic_metadata).collect()
+        }
+        // Any topic id (v10+, not the zero id) makes the request one by ids, as Kafka's
+        // `KafkaApis.handleTopicMetadataRequest`: names are ignored, zero ids and duplicates
+        // dropped, and an unknown id answered UNKNOWN_TOPIC_ID without a name.
+        Some(ref requested) if requested.iter().any(|t| !t.topic_id.is_nil()) => {
+            let ids: BTreeSet<_> = requested
+                .iter()
+                .map(|t| t.topic_id)
+                .filter(|id| !id.is_nil())
+                .collect();
+            ids.into_iter()
+                .map(|id| match state.topic_by_id(id) {
+                    Some(topic) => topic_metadata(topic),
+                    None => topic_error(None, ResponseError::UnknownTopicId).with_topic_id(id),
+                })
+                .collect()
         }
         Some(requested) => {
             let partitions = shared.config.default_partitions;

@@ -22,7 +22,10 @@
 //! pending revocation) since that epoch or before (KIP-1251's assignment epochs), and one
 //! partition failing fails the whole request with STALE_MEMBER_EPOCH, as Kafka's exception does.
 //!
-//! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
+//! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire. A
+//! commit to a partition of kmock's own `__consumer_offsets` (coordinator state, not a topic
+//! unless CreateTopics made it one) is UNKNOWN_TOPIC_OR_PARTITION, where Kafka stores it
+//! (stricter).
 
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};

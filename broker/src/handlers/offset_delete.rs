@@ -5,7 +5,8 @@
 //! consumers subscribe to (or may: metadata that does not decode counts as every topic) gets
 //! GROUP_SUBSCRIBED_TO_TOPIC; a non-empty group of another
 //! protocol type gets NON_EMPTY_GROUP; partitions of unknown topics get
-//! UNKNOWN_TOPIC_OR_PARTITION, partition by partition. NOT_COORDINATOR on any broker but the group's coordinator.
+//! UNKNOWN_TOPIC_OR_PARTITION, partition by partition; the empty group id is INVALID_GROUP_ID before any of these.
+//! NOT_COORDINATOR on any broker but the group's coordinator.
 //!
 //! Deviations from Apache Kafka: none known.
 
@@ -25,6 +26,11 @@ pub const VERSIONS: VersionRange = OffsetDeleteRequest::VERSIONS;
 /// Deletes the offsets that may be deleted.
 pub fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest, _version: i16) -> OffsetDeleteResponse {
     let group_id = request.group_id.0.as_str();
+    if group_id.is_empty() {
+        // Before any routing, as Kafka's `GroupCoordinatorService.deleteOffsets`.
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::InvalidGroupId.code());
+    }
     let mut state = ctx.shared.state();
     if !ctx.coordinates_group(&state, group_id) {
         return OffsetDeleteResponse::default()

@@ -14,6 +14,8 @@
 //! journal_capacity: 1000000 # default 1,000,000 entries
 //! connections_max_idle: 10m # Kafka's connections.max.idle.ms, or off (default 10m)
 //! max_connections: 1000     # Kafka's max.connections, per broker (default unlimited)
+//! coordinator_load: 2s      # group and transaction coordinators answer
+//!                           # COORDINATOR_LOAD_IN_PROGRESS this long after the start (default none)
 //! control_token: s3cret     # kmock serve's control API requires `Authorization: Bearer s3cret`
 //! journal_max_bytes: 536870912 # estimated heap bytes kept (default 512 MiB)
 //! topics:
@@ -96,6 +98,14 @@ pub struct Scenario {
     /// connections open however long.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "idle_or_off")]
     pub connections_max_idle: Option<Option<Duration>>,
+    /// How long after the start the coordinators answer COORDINATOR_LOAD_IN_PROGRESS
+    /// ([`ClusterBuilder::coordinator_load`]), e.g. `2s`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
+    pub coordinator_load: Option<Duration>,
     /// Kafka's `max.connections`, per broker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<usize>,
@@ -279,6 +289,9 @@ impl Scenario {
         }
         if let Some(max) = self.max_connections {
             b = b.max_connections(Some(max));
+        }
+        if let Some(load) = self.coordinator_load {
+            b = b.coordinator_load(load);
         }
         if let Some(n) = self.journal_max_bytes {
             b = b.journal_max_bytes(n);

@@ -15,7 +15,9 @@ pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
     ("cleanup.policy", "delete"),
     ("compression.type", "producer"),
     ("max.message.bytes", "1048588"),
-    ("message.timestamp.after.max.ms", "9223372036854775807"),
+    // One hour: Kafka 4.4 describes this default (source DEFAULT_CONFIG); 3.x had Long.MAX_VALUE
+    // (conformance case `describe_configs_every_topic_config`).
+    ("message.timestamp.after.max.ms", "3600000"),
     ("message.timestamp.before.max.ms", "9223372036854775807"),
     ("message.timestamp.type", "CreateTime"),
     ("min.insync.replicas", "1"),
@@ -296,7 +298,7 @@ impl Topic {
 
     /// How far before and after the broker's clock, in ms, a CreateTime record's timestamp may
     /// be (`message.timestamp.before.max.ms`, `message.timestamp.after.max.ms`, Kafka 3.6+,
-    /// KIP-937; unbounded by default).
+    /// KIP-937; before unbounded and after one hour by default, as Kafka 4.4).
     pub fn timestamp_bounds_ms(&self) -> (i64, i64) {
         let bound = |name| {
             self.config(name)

@@ -25,7 +25,7 @@ type Asked<'a> = (&'a str, i32, i64, i32, i32);
 /// Fetch at `version` (4..=12, by topic name) with `max_bytes` and `isolation_level` of the
 /// `asked` partitions, not waiting: one line per partition answer, `NAME/P: ERROR hw H lso L
 /// log start S records N` (N the records decoded), sorted.
-async fn fetch(
+pub(super) async fn fetch(
     cx: &Ctx,
     client: &Client,
     version: i16,

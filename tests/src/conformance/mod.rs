@@ -13,10 +13,15 @@
 //! cases share one broker without seeing each other.
 
 pub mod batches;
+mod configs;
+mod each_version;
+mod edges;
 mod fetch;
 mod groups;
 mod idempotence;
+mod ids;
 mod offsets;
+mod paths;
 mod produce;
 mod topics;
 mod transactions;
@@ -73,6 +78,14 @@ pub fn all() -> Vec<Case> {
         idempotence::CASES,
         groups::CASES,
         &transactions::cases(),
+        configs::CASES,
+        edges::CASES,
+        groups::admin::CASES,
+        groups::coordinators::CASES,
+        groups::states::CASES,
+        ids::CASES,
+        paths::CASES,
+        each_version::CASES,
     ]
     .concat()
 }

@@ -53,7 +53,12 @@ pub(super) async fn three_records(cx: &Ctx) -> Result<(Client, String)> {
 /// ListOffsets at `version` of (partition, timestamp) entries of `full`: a line naming the
 /// entries asked, then one line per answer, `P: ERROR offset O timestamp T`, sorted (Kafka
 /// answers the partitions in hash order); `connection closed` if the broker closed it.
-async fn list(cx: &Ctx, full: &str, version: i16, entries: &[(i32, i64)]) -> Result<Lines> {
+pub(super) async fn list(
+    cx: &Ctx,
+    full: &str,
+    version: i16,
+    entries: &[(i32, i64)],
+) -> Result<Lines> {
     let client = cx.connect().await?;
     let request = ListOffsetsRequest::default()
         .with_replica_id((-1).into())

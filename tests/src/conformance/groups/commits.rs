@@ -16,7 +16,7 @@ use crate::conformance::{err, name, text, Ctx, Lines};
 
 /// OffsetCommit v8 of offset 1 on partition 0 of `full` by `member` at `generation`: the
 /// partition's error name.
-pub(super) async fn commit(
+pub(crate) async fn commit(
     client: &Client,
     group: &str,
     generation: i32,

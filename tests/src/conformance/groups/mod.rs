@@ -23,9 +23,14 @@ use kmock_client::Client;
 
 use super::{case, err, text, Case};
 
+pub(super) mod admin;
 mod commits;
 mod consumer;
+pub(super) mod coordinators;
 mod members;
+pub(super) mod states;
+
+pub(super) use commits::commit as commit_as;
 
 use commits::{
     offset_commit_and_fetch_unknown_group_and_topic, offset_commit_members_and_generations,
@@ -111,7 +116,7 @@ impl ErrorCode for kafka_protocol::messages::OffsetFetchResponse {
 }
 
 /// FindCoordinator v4 for `group` until a coordinator is named.
-async fn coordinator(client: &Client, group: &str) -> Result<()> {
+pub(super) async fn coordinator(client: &Client, group: &str) -> Result<()> {
     let answer = until_served(client, 4, || {
         FindCoordinatorRequest::default()
             .with_key_type(0)
@@ -165,9 +170,21 @@ async fn join(client: &Client, group: &str, member: &str) -> Result<JoinGroupRes
     join_with(client, group, member, 30_000, &["range"]).await
 }
 
+/// A member of `group` joined (after MEMBER_ID_REQUIRED) but not synced: its member id and
+/// generation.
+pub(super) async fn joined_member(client: &Client, group: &str) -> Result<(String, i32)> {
+    coordinator(client, group).await?;
+    let first = join(client, group, "").await?;
+    let joined = join(client, group, first.member_id.as_str()).await?;
+    if joined.error_code != 0 {
+        bail!("JoinGroup {group}: {}", err(joined.error_code));
+    }
+    Ok((joined.member_id.to_string(), joined.generation_id))
+}
+
 /// A member of `group` in a stable group of one: joined (after MEMBER_ID_REQUIRED) and synced.
 /// Its member id and generation.
-async fn stable_member(client: &Client, group: &str) -> Result<(String, i32)> {
+pub(super) async fn stable_member(client: &Client, group: &str) -> Result<(String, i32)> {
     coordinator(client, group).await?;
     let first = join(client, group, "").await?;
     let joined = join(client, group, first.member_id.as_str()).await?;
@@ -184,7 +201,7 @@ async fn stable_member(client: &Client, group: &str) -> Result<(String, i32)> {
 
 /// SyncGroup v5 of `member` at `generation`, with an assignment for itself when `leader`: the
 /// error name.
-async fn sync(
+pub(super) async fn sync(
     client: &Client,
     group: &str,
     member: &str,
@@ -211,7 +228,12 @@ async fn sync(
 }
 
 /// Heartbeat v4 of `member` at `generation`: the error name.
-async fn heartbeat(client: &Client, group: &str, member: &str, generation: i32) -> Result<String> {
+pub(super) async fn heartbeat(
+    client: &Client,
+    group: &str,
+    member: &str,
+    generation: i32,
+) -> Result<String> {
     let request = HeartbeatRequest::default()
         .with_group_id(GroupId(text(group)))
         .with_generation_id(generation)
