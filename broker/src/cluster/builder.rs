@@ -37,7 +37,7 @@ impl ClusterBuilder {
     /// `__transaction_state` partitions after a broker starts (`CoordinatorRuntime`: a shard
     /// not yet loaded refuses its reads and writes with `CoordinatorLoadInProgressException`):
     /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
-    /// AddPartitionsToTxn, AddOffsetsToTxn and EndTxn, so that a client's retry path runs.
+    /// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and ConsumerGroupHeartbeat, so that a client's retry path runs.
     /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
     /// `coordinator_load`, journaled as faults and listed with the others; their window is
     /// measured from the cluster's start (a reset does not start another load).
@@ -328,6 +328,7 @@ const COORDINATOR_APIS: &[ApiKey] = &[
     ApiKey::AddPartitionsToTxn,
     ApiKey::AddOffsetsToTxn,
     ApiKey::EndTxn,
+    ApiKey::ConsumerGroupHeartbeat,
 ];
 
 /// The rules in force at the start: none, or COORDINATOR_LOAD_IN_PROGRESS on every
