@@ -37,7 +37,8 @@ impl ClusterBuilder {
     /// `__transaction_state` partitions after a broker starts (`CoordinatorRuntime`: a shard
     /// not yet loaded refuses its reads and writes with `CoordinatorLoadInProgressException`):
     /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
-    /// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and ConsumerGroupHeartbeat, so that a client's retry path runs.
+    /// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and ConsumerGroupHeartbeat, so that a
+    /// client's retry path runs.
     /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
     /// `coordinator_load`, journaled as faults and listed with the others; their window is
     /// measured from the cluster's start (a reset does not start another load).
