@@ -9,8 +9,8 @@
 mod common;
 
 use common::rdkafka_txn::{
-    assert_clean_with_transaction_checks, on_partition, read_all, send, transactional_producer,
-    values, HANG_GUARD,
+    assert_clean_with_transaction_checks, assert_read_back, on_partition, read_all, send,
+    transactional_producer, values, HANG_GUARD,
 };
 use kmock::journal::RequestSummary;
 use rdkafka::config::ClientConfig;
@@ -65,19 +65,7 @@ async fn committed_transactions_are_read_and_aborted_ones_are_not() {
     send(&producer, "out", &last).await;
     producer.commit_transaction(HANG_GUARD).unwrap();
 
-    let committed = read_all(&bootstrap, "out", "read_committed").await;
-    let everything = read_all(&bootstrap, "out", "read_uncommitted").await;
-    for p in 0..2 {
-        let expected: Vec<String> = [on_partition(&first, p), on_partition(&last, p)].concat();
-        assert_eq!(committed[p], expected, "read_committed, partition {p}");
-        let expected: Vec<String> = [
-            on_partition(&first, p),
-            on_partition(&aborted, p),
-            on_partition(&last, p),
-        ]
-        .concat();
-        assert_eq!(everything[p], expected, "read_uncommitted, partition {p}");
-    }
+    assert_read_back(&bootstrap, "out", &first, &aborted, &last).await;
     // Each partition: 3 + 3 + 2 records and a marker after each transaction.
     let (low, high) = group.fetch_watermarks("out", 0, HANG_GUARD).unwrap();
     assert_eq!((low, high), (0, 11));
