@@ -22,7 +22,12 @@ use kmock_tests::{built_kmock, fixture};
 /// its output, and fails the test if it fails.
 fn run_runner(dir: &Path, program: &Path, args: &[&str]) {
     let kmock = built_kmock().unwrap();
-    let shown = format!("{} {} (in {})", program.display(), args.join(" "), dir.display());
+    let shown = format!(
+        "{} {} (in {})",
+        program.display(),
+        args.join(" "),
+        dir.display()
+    );
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
