@@ -28,10 +28,10 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use common::exactly_once::{
-    clean_with_transaction_checks, copied_both_rounds_once, end_txn_ok,
+    clean_with_transaction_checks, coordinator_move, copied_both_rounds_once, end_txn_ok,
     lose_produce_and_end_txn_answers, produce_values, read_values, round_values,
 };
-use kmock::journal::{ClusterOperation, RequestSummary};
+use kmock::journal::RequestSummary;
 use kmock::Cluster;
 use kmock_tests::java_client::{self, JavaClients, Output};
 use kmock_tests::rules_fired;
@@ -218,15 +218,7 @@ async fn consume_transform_produce_copies_each_record_once_through_lost_answers_
     );
 
     // Transactions went on at the new coordinator after the move.
-    let moved = journal
-        .entries()
-        .iter()
-        .find(|e| {
-            matches!(
-                e.operation,
-                Some(ClusterOperation::MoveTransactionCoordinator { .. })
-            )
-        })
+    let moved = coordinator_move(journal.entries())
         .context("the move is journaled")?
         .seq;
     let at_new = journal

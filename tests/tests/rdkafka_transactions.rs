@@ -163,7 +163,7 @@ const TXN_APIS: [&str; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_whose_coordinator_moves_mid_way_commits_at_the_new_one() {
-    use kmock::journal::ClusterOperation;
+    use common::exactly_once::coordinator_move;
     let cluster = kmock::Cluster::builder()
         .brokers(3)
         .topic("out", 2)
@@ -207,16 +207,7 @@ async fn a_transaction_whose_coordinator_moves_mid_way_commits_at_the_new_one() 
     );
 
     let journal = cluster.journal();
-    let moved = journal
-        .entries()
-        .iter()
-        .find(|e| {
-            matches!(
-                e.operation,
-                Some(ClusterOperation::MoveTransactionCoordinator { .. })
-            )
-        })
-        .expect("the move is journaled");
+    let moved = coordinator_move(journal.entries()).expect("the move is journaled");
     let changes = moved.operation.as_ref().unwrap().leader_changes();
     assert!(
         matches!(changes, [c] if c.topic == "__transaction_state" && c.from == old && c.to == new),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{anyhow, ensure, Context, Result};
 use futures::future::join_all;
 use kafka_protocol::messages::ApiKey;
-use kmock::journal::RequestSummary;
+use kmock::journal::{ClusterOperation, RequestSummary};
 use kmock::{Cluster, Entry, Rule};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
@@ -204,6 +204,17 @@ pub fn copied_exactly_once(input: &[Vec<String>], output: &[Vec<String>]) -> Res
 /// Whether `e` is an EndTxn answered NONE.
 pub fn end_txn_ok(e: &Entry) -> bool {
     matches!(&e.request, Some(RequestSummary::EndTxn(s)) if s.error_code == Some(0))
+}
+
+/// The journal entry of the first move of a transaction coordinator
+/// ([`kmock::journal::ClusterOperation::MoveTransactionCoordinator`]) among `entries`.
+pub fn coordinator_move(entries: &[Entry]) -> Option<&Entry> {
+    entries.iter().find(|e| {
+        matches!(
+            e.operation,
+            Some(ClusterOperation::MoveTransactionCoordinator { .. })
+        )
+    })
 }
 
 /// Loses the answers of the third Produce to `output` and of the second EndTxn after the
