@@ -7,6 +7,7 @@
 pub mod build_cache;
 pub mod client_program;
 pub mod conformance;
+pub mod consumer_group;
 pub mod go_client;
 pub mod hunting;
 pub mod java_client;

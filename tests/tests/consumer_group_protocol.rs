@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
-use common::consumer_group::{assigned, beat, commit, fetch_error, join, said, send};
+use common::consumer_group::{assigned, commit, fetch_error, said, send};
 use common::{err, same};
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
@@ -18,6 +18,7 @@ use kafka_protocol::ResponseError::*;
 use kmock::check::{Checks, Severity};
 use kmock::Cluster;
 use kmock_client::Client;
+use kmock_tests::consumer_group::{beat, join};
 
 const GROUP: &str = "g";
 const TOPIC: &str = "t";

@@ -22,12 +22,11 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use common::exactly_once::{
-    clean_with_transaction_checks, committed_offsets, copied_exactly_once, end_txn_ok,
-    produce_values, read_values, round_values,
+    clean_with_transaction_checks, copied_both_rounds_once, end_txn_ok,
+    lose_produce_and_end_txn_answers, produce_values, round_values,
 };
-use kafka_protocol::messages::ApiKey;
 use kmock::journal::RequestSummary;
-use kmock::{Cluster, Entry, Rule};
+use kmock::{Cluster, Entry};
 use kmock_tests::go_client::{self, Output};
 use kmock_tests::rules_fired;
 use tokio::task::JoinHandle;
@@ -106,19 +105,7 @@ async fn group_transact_sessions_copy_each_record_once_through_a_rebalance() -> 
     // The answers of the third Produce to the output and of the second EndTxn are lost after
     // they were applied (the members end at least 24 transactions, each with a Produce): a
     // member must retry the batch as a duplicate and repeat the EndTxn.
-    cluster.add_rule(
-        Rule::on(ApiKey::Produce)
-            .named("produce-answer-lost")
-            .topic(OUTPUT)
-            .nth(3)
-            .disconnect_after_apply(),
-    )?;
-    cluster.add_rule(
-        Rule::on(ApiKey::EndTxn)
-            .named("end-txn-answer-lost")
-            .nth(2)
-            .disconnect_after_apply(),
-    )?;
+    lose_produce_and_end_txn_answers(&cluster, OUTPUT)?;
 
     let a = member(&binary, &bootstrap, "a", records);
     let b = member(&binary, &bootstrap, "b", records);
@@ -185,18 +172,14 @@ async fn group_transact_sessions_copy_each_record_once_through_a_rebalance() -> 
         );
     }
 
-    let input: Vec<Vec<String>> = first
-        .iter()
-        .zip(&second)
-        .map(|(a, b)| [a.clone(), b.clone()].concat())
-        .collect();
-    let output = read_values(&bootstrap, OUTPUT, PARTITIONS, "read_committed", HANG_GUARD).await?;
-    copied_exactly_once(&input, &output).with_context(all_events)?;
-    let committed = committed_offsets(&bootstrap, GROUP, INPUT, PARTITIONS, HANG_GUARD)?;
-    ensure!(
-        committed == vec![(2 * PER_ROUND) as i64; PARTITIONS as usize],
-        "the group's committed offsets {committed:?}, expected the input's end offsets"
-    );
+    copied_both_rounds_once(
+        &bootstrap,
+        (INPUT, OUTPUT, GROUP),
+        (&first, &second),
+        HANG_GUARD,
+        all_events,
+    )
+    .await?;
     let report = clean_with_transaction_checks(&cluster)?;
 
     let generations = journal

@@ -28,12 +28,11 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use common::exactly_once::{
-    clean_with_transaction_checks, committed_offsets, copied_exactly_once, end_txn_ok,
-    produce_values, read_values, round_values,
+    clean_with_transaction_checks, coordinator_move, copied_both_rounds_once, end_txn_ok,
+    lose_produce_and_end_txn_answers, produce_values, read_values, round_values,
 };
-use kafka_protocol::messages::ApiKey;
-use kmock::journal::{ClusterOperation, RequestSummary};
-use kmock::{Cluster, Rule};
+use kmock::journal::RequestSummary;
+use kmock::Cluster;
 use kmock_tests::java_client::{self, JavaClients, Output};
 use kmock_tests::rules_fired;
 
@@ -109,19 +108,7 @@ async fn consume_transform_produce_copies_each_record_once_through_lost_answers_
     let (group, txn_id) = ("copier", "copier-txn");
     // The third Produce to the output and the second EndTxn are applied, and their answers
     // lost: the client must retry the Produce as a duplicate and the EndTxn as a retry.
-    cluster.add_rule(
-        Rule::on(ApiKey::Produce)
-            .named("produce-answer-lost")
-            .topic(OUTPUT)
-            .nth(3)
-            .disconnect_after_apply(),
-    )?;
-    cluster.add_rule(
-        Rule::on(ApiKey::EndTxn)
-            .named("end-txn-answer-lost")
-            .nth(2)
-            .disconnect_after_apply(),
-    )?;
+    lose_produce_and_end_txn_answers(&cluster, OUTPUT)?;
     let first = round_values(1, PARTITIONS, PER_ROUND);
     produce_values(&bootstrap, INPUT, &first).await?;
     let records = (2 * PER_ROUND * PARTITIONS as usize).to_string();
@@ -181,20 +168,16 @@ async fn consume_transform_produce_copies_each_record_once_through_lost_answers_
         "TransactionalCopy ({fired}):\n{out}"
     );
 
-    let input: Vec<Vec<String>> = first
-        .iter()
-        .zip(&second)
-        .map(|(a, b)| [a.clone(), b.clone()].concat())
-        .collect();
-    let output = read_values(&bootstrap, OUTPUT, PARTITIONS, "read_committed", HANG_GUARD).await?;
-    copied_exactly_once(&input, &output).with_context(|| format!("{fired}\n{out}"))?;
     // The group's offsets are the input's end offsets: each partition was written 2 × 30
     // records by a plain producer, so its end offset is 60.
-    let committed = committed_offsets(&bootstrap, group, INPUT, PARTITIONS, HANG_GUARD)?;
-    ensure!(
-        committed == vec![(2 * PER_ROUND) as i64; PARTITIONS as usize],
-        "the group's committed offsets {committed:?}, expected the input's end offsets"
-    );
+    copied_both_rounds_once(
+        &bootstrap,
+        (INPUT, OUTPUT, group),
+        (&first, &second),
+        HANG_GUARD,
+        || format!("{fired}\n{out}"),
+    )
+    .await?;
 
     // The lost answers were recovered as Kafka's protocol has it: each batch of the Produce
     // was sent again (same producer id, epoch, sequence and CRC) and answered NONE as a
@@ -235,15 +218,7 @@ async fn consume_transform_produce_copies_each_record_once_through_lost_answers_
     );
 
     // Transactions went on at the new coordinator after the move.
-    let moved = journal
-        .entries()
-        .iter()
-        .find(|e| {
-            matches!(
-                e.operation,
-                Some(ClusterOperation::MoveTransactionCoordinator { .. })
-            )
-        })
+    let moved = coordinator_move(journal.entries())
         .context("the move is journaled")?
         .seq;
     let at_new = journal

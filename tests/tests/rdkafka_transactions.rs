@@ -9,8 +9,8 @@
 mod common;
 
 use common::rdkafka_txn::{
-    assert_clean_with_transaction_checks, on_partition, read_all, send, transactional_producer,
-    values, HANG_GUARD,
+    assert_clean_with_transaction_checks, assert_read_back, on_partition, read_all, send,
+    transactional_producer, values, HANG_GUARD,
 };
 use kmock::journal::RequestSummary;
 use rdkafka::config::ClientConfig;
@@ -65,19 +65,7 @@ async fn committed_transactions_are_read_and_aborted_ones_are_not() {
     send(&producer, "out", &last).await;
     producer.commit_transaction(HANG_GUARD).unwrap();
 
-    let committed = read_all(&bootstrap, "out", "read_committed").await;
-    let everything = read_all(&bootstrap, "out", "read_uncommitted").await;
-    for p in 0..2 {
-        let expected: Vec<String> = [on_partition(&first, p), on_partition(&last, p)].concat();
-        assert_eq!(committed[p], expected, "read_committed, partition {p}");
-        let expected: Vec<String> = [
-            on_partition(&first, p),
-            on_partition(&aborted, p),
-            on_partition(&last, p),
-        ]
-        .concat();
-        assert_eq!(everything[p], expected, "read_uncommitted, partition {p}");
-    }
+    assert_read_back(&bootstrap, "out", &first, &aborted, &last).await;
     // Each partition: 3 + 3 + 2 records and a marker after each transaction.
     let (low, high) = group.fetch_watermarks("out", 0, HANG_GUARD).unwrap();
     assert_eq!((low, high), (0, 11));
@@ -175,7 +163,7 @@ const TXN_APIS: [&str; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_whose_coordinator_moves_mid_way_commits_at_the_new_one() {
-    use kmock::journal::ClusterOperation;
+    use common::exactly_once::coordinator_move;
     let cluster = kmock::Cluster::builder()
         .brokers(3)
         .topic("out", 2)
@@ -219,16 +207,7 @@ async fn a_transaction_whose_coordinator_moves_mid_way_commits_at_the_new_one() 
     );
 
     let journal = cluster.journal();
-    let moved = journal
-        .entries()
-        .iter()
-        .find(|e| {
-            matches!(
-                e.operation,
-                Some(ClusterOperation::MoveTransactionCoordinator { .. })
-            )
-        })
-        .expect("the move is journaled");
+    let moved = coordinator_move(journal.entries()).expect("the move is journaled");
     let changes = moved.operation.as_ref().unwrap().leader_changes();
     assert!(
         matches!(changes, [c] if c.topic == "__transaction_state" && c.from == old && c.to == new),

@@ -8,8 +8,8 @@
 mod common;
 
 use common::rdkafka_txn::{
-    assert_clean_with_transaction_checks, on_partition, read_all, send, transactional_producer,
-    values, HANG_GUARD,
+    assert_clean_with_transaction_checks, assert_read_back, on_partition, read_all, send,
+    transactional_producer, values, HANG_GUARD,
 };
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError;
@@ -62,19 +62,7 @@ async fn under_transaction_version_2_read_committed_reads_exactly_the_committed_
     send(&producer, "out", &last).await;
     producer.commit_transaction(HANG_GUARD).unwrap();
 
-    let committed = read_all(&bootstrap, "out", "read_committed").await;
-    let everything = read_all(&bootstrap, "out", "read_uncommitted").await;
-    for p in 0..2 {
-        let expected = [on_partition(&first, p), on_partition(&last, p)].concat();
-        assert_eq!(committed[p], expected, "read_committed, partition {p}");
-        let expected = [
-            on_partition(&first, p),
-            on_partition(&aborted, p),
-            on_partition(&last, p),
-        ]
-        .concat();
-        assert_eq!(everything[p], expected, "read_uncommitted, partition {p}");
-    }
+    assert_read_back(&bootstrap, "out", &first, &aborted, &last).await;
     // librdkafka 2.12 speaks transaction version 1 even when the cluster finalizes 2: it adds
     // its partitions with AddPartitionsToTxn (v0) and ends with EndTxn v1 (no epoch bump), its
     // Produce is v10, which Kafka 4.x accepts from such a client.

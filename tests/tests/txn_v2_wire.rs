@@ -8,8 +8,8 @@ mod common;
 
 use anyhow::{ensure, Result};
 use common::transactions::{
-    add_offsets, end_txn_v5, init_ok, latest_offset, produce_v12, start_v1, start_v2, transactional_batch,
-    txn_id, txn_offset_commit,
+    add_offsets, end_txn_v5, init_ok, latest_offset, produce_v12, start_v1, start_v2,
+    transactional_batch, txn_id, txn_offset_commit,
 };
 use common::{code_is, name, same};
 use kafka_protocol::messages::add_partitions_to_txn_request::{

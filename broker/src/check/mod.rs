@@ -29,6 +29,7 @@ mod rebalance;
 pub mod retries;
 pub mod reuse;
 pub mod sequences;
+mod shared;
 pub mod txn_commits;
 pub mod written;
 
@@ -41,6 +42,9 @@ use serde::{Deserialize, Serialize};
 use crate::journal::Entry;
 
 pub use catalog::{CheckInfo, Family, ALL, CHECKS};
+pub(crate) use shared::{
+    applied_unanswered, ended_txn, error_name, sequence_ahead, SEQUENCE_SPACE,
+};
 
 /// Which commits `offset-commit-regression` compares with each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -340,49 +344,6 @@ impl fmt::Display for Report {
     }
 }
 
-/// Kafka's name of an error code, with the code: `NOT_COORDINATOR (16)`; `error N` for a
-/// code Kafka does not define.
-pub(crate) fn error_name(code: i16) -> String {
-    match kafka_protocol::ResponseError::try_from_code(code) {
-        Some(e) => format!("{} ({code})", crate::scenario::screaming(&format!("{e:?}"))),
-        None => format!("error {code}"),
-    }
-}
-
-/// Whether a request the journal holds without an answer was nevertheless applied: a fault
-/// that applies and then drops the answer fired on it.
-pub(crate) fn applied_unanswered(entry: &Entry) -> bool {
-    entry
-        .faults
-        .iter()
-        .any(|f| f.ends_with("disconnect_after_apply") || f.ends_with("silence"))
-}
-
-/// The EndTxn of `entry` if the broker applied it: answered NONE, or applied before a fault
-/// dropped the answer.
-pub(crate) fn ended_txn(entry: &Entry) -> Option<&crate::journal::summary::EndTxnSummary> {
-    match &entry.request {
-        Some(crate::journal::RequestSummary::EndTxn(end)) => match end.error_code {
-            Some(code) => (code == 0).then_some(end),
-            None => applied_unanswered(entry).then_some(end),
-        },
-        _ => None,
-    }
-}
-
-/// Producer sequences live in 0..2^31 and wrap from 2^31−1 to 0.
-pub(crate) const SEQUENCE_SPACE: i64 = 1 << 31;
-
-/// How far `to` is ahead of `from` in the wrapping sequence space, within ±2^30.
-pub(crate) fn sequence_ahead(from: i64, to: i64) -> i64 {
-    let d = (to - from).rem_euclid(SEQUENCE_SPACE);
-    if d >= SEQUENCE_SPACE / 2 {
-        d - SEQUENCE_SPACE
-    } else {
-        d
-    }
-}
-
 /// Runs the journal checks of `checks` over `entries` (in arrival order), as `kmock check`
 /// does offline. Without the partition logs, `duplicate-write` and `lost-write` read where
 /// batches were written from the Produce answers ([`written`]), and `out-of-order-write` is
@@ -481,29 +442,5 @@ fn truncated(entries: &[Entry], checks: &Checks) -> Option<String> {
 #[cfg(test)]
 mod txn_tests;
 
-/// Journal entries for the checks' unit tests.
 #[cfg(test)]
-pub(crate) mod testing {
-    use crate::journal::Entry;
-
-    /// A Produce entry `seq` on conn 1 of one batch to t-0 from producer `pid` (epoch 0):
-    /// `(base sequence, record count)`, answered NONE at `offset`, with one digest per
-    /// record, all `digest`.
-    pub fn produce(seq: u64, pid: i64, batch: (i32, i32), offset: i64, digest: u64) -> Entry {
-        let (base_sequence, record_count) = batch;
-        let digests: Vec<String> = (0..record_count)
-            .map(|_| format!("{digest:016x}"))
-            .collect();
-        serde_json::from_value(serde_json::json!({
-            "seq": seq, "at_us": seq, "broker": 1, "conn": 1, "peer": "127.0.0.1:1",
-            "client_id": null, "api": "Produce", "version": 9, "correlation_id": seq,
-            "request": {"produce": {"transactional_id": null, "acks": -1, "timeout_ms": 1000,
-                "partitions": [{"topic": "t", "partition": 0, "producer_id": pid,
-                    "producer_epoch": 0, "base_sequence": base_sequence,
-                    "record_count": record_count, "base_offset": offset, "error_code": 0,
-                    "digests": digests}]}},
-            "bad_request": null, "response": {"at_us": seq, "error_codes": []}, "faults": []
-        }))
-        .unwrap()
-    }
-}
+pub(crate) mod testing;

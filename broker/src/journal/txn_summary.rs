@@ -2,6 +2,7 @@
 //! TxnOffsetCommit and EndTxn, so that the order of a transaction's requests can be read in
 //! arrival order (InitProducerId and Produce carry the transactional id in their own summaries).
 
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 use serde::{Deserialize, Serialize};
 
@@ -112,24 +113,30 @@ pub struct EndTxnSummary {
     pub new_producer_epoch: Option<i16>,
 }
 
+/// The first [`MAX_SUMMARY_ITEMS`] partitions an AddPartitionsToTxn request (v4+ per
+/// transaction, or v3 and below) adds, unanswered, and how many it names in all.
+fn txn_partitions(topics: &[AddPartitionsToTxnTopic]) -> (Vec<TxnPartition>, usize) {
+    let total = topics.iter().map(|t| t.partitions.len()).sum();
+    let partitions = topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |&p| TxnPartition {
+                topic: t.name.0.as_str().to_owned(),
+                partition: p,
+                error_code: None,
+            })
+        })
+        .take(MAX_SUMMARY_ITEMS)
+        .collect();
+    (partitions, total)
+}
+
 /// The summary of a transaction API request, `None` for other APIs.
 pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
     Some(match request {
         RequestKind::AddPartitionsToTxn(r) if !r.transactions.is_empty() => {
             let first = &r.transactions[0];
-            let total = first.topics.iter().map(|t| t.partitions.len()).sum();
-            let partitions: Vec<_> = first
-                .topics
-                .iter()
-                .flat_map(|t| {
-                    t.partitions.iter().map(move |&p| TxnPartition {
-                        topic: t.name.0.as_str().to_owned(),
-                        partition: p,
-                        error_code: None,
-                    })
-                })
-                .take(MAX_SUMMARY_ITEMS)
-                .collect();
+            let (partitions, total) = txn_partitions(&first.topics);
             RequestSummary::AddPartitionsToTxn(AddPartitionsToTxnSummary {
                 transactional_id: first.transactional_id.0.as_str().to_owned(),
                 producer_id: first.producer_id.0,
@@ -141,23 +148,7 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
             })
         }
         RequestKind::AddPartitionsToTxn(r) => {
-            let total = r
-                .v3_and_below_topics
-                .iter()
-                .map(|t| t.partitions.len())
-                .sum();
-            let partitions: Vec<_> = r
-                .v3_and_below_topics
-                .iter()
-                .flat_map(|t| {
-                    t.partitions.iter().map(move |&p| TxnPartition {
-                        topic: t.name.0.as_str().to_owned(),
-                        partition: p,
-                        error_code: None,
-                    })
-                })
-                .take(MAX_SUMMARY_ITEMS)
-                .collect();
+            let (partitions, total) = txn_partitions(&r.v3_and_below_topics);
             RequestSummary::AddPartitionsToTxn(AddPartitionsToTxnSummary {
                 transactional_id: r.v3_and_below_transactional_id.0.as_str().to_owned(),
                 producer_id: r.v3_and_below_producer_id.0,

@@ -44,6 +44,7 @@
 //! Unknown fields are refused; a bad file fails with the file, line and column, and what is
 //! wrong.
 
+mod build;
 mod rules;
 
 use std::path::Path;
@@ -51,13 +52,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use build::finish;
 pub(crate) use rules::screaming;
 pub use rules::{api_named, parse_rule, RuleSpec};
 
-use crate::check::{self, Checks};
-use crate::cluster::{ClusterBuilder, KafkaVersion, TransactionVersion};
+use crate::cluster::{KafkaVersion, TransactionVersion};
 use crate::error::Error;
-use crate::faults::Rule;
 
 /// A scenario file. Serializes to YAML `Scenario::parse` reads back (unset fields left out):
 /// `kmock hunt` writes its findings so.
@@ -124,11 +124,12 @@ pub struct Scenario {
     /// Checks to run when the cluster stops.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
-    /// `stuck-client`'s limit: retries without the recovery step ([`Checks::stuck_after`]).
+    /// `stuck-client`'s limit: retries without the recovery step
+    /// ([`Checks::stuck_after`](crate::check::Checks::stuck_after)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_after: Option<usize>,
     /// `stuck-client`'s window: how soon a client must recover not to be named
-    /// ([`Checks::stuck_for`]), e.g. `5s`.
+    /// ([`Checks::stuck_for`](crate::check::Checks::stuck_for)), e.g. `5s`.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -247,112 +248,12 @@ impl Scenario {
         }
         Ok(scenario)
     }
-
-    /// A cluster builder with the scenario's shape (unset fields keep the builder's defaults,
-    /// but the port defaults to 9092 as for `kmock serve`).
-    ///
-    /// # Errors
-    /// [`Error::Config`] for a bad `kafka_version` or `brokers: 0`.
-    pub fn builder(&self) -> Result<ClusterBuilder, Error> {
-        let mut b = crate::Cluster::builder().port(self.port.unwrap_or(9092));
-        match self.brokers {
-            Some(0) => return Err(Error::Config("brokers must be at least 1".into())),
-            Some(n) => b = b.brokers(n),
-            None => {}
-        }
-        if let Some(n) = self.replication_factor {
-            b = b.replication_factor(n);
-        }
-        if let Some(host) = self.host {
-            b = b.host(host);
-        }
-        if let Some(seed) = self.seed {
-            b = b.seed(seed);
-        }
-        if let Some(v) = &self.kafka_version {
-            b = b.kafka_version(v.parse()?);
-        }
-        if let Some(v) = self.transaction_version {
-            b = b.transaction_version(TransactionVersion::from_level(v)?);
-        }
-        if let Some(on) = self.auto_create_topics {
-            b = b.auto_create_topics(on);
-        }
-        if let Some(n) = self.default_partitions {
-            b = b.default_partitions(n);
-        }
-        if let Some(n) = self.journal_capacity {
-            b = b.journal_capacity(n);
-        }
-        if let Some(idle) = self.connections_max_idle {
-            b = b.connections_max_idle(idle);
-        }
-        if let Some(max) = self.max_connections {
-            b = b.max_connections(Some(max));
-        }
-        if let Some(load) = self.coordinator_load {
-            b = b.coordinator_load(load);
-        }
-        if let Some(n) = self.journal_max_bytes {
-            b = b.journal_max_bytes(n);
-        }
-        for t in &self.topics {
-            b = b.topic(&t.name, t.partitions);
-        }
-        Ok(b)
-    }
-
-    /// The rules, built, with `after` and `until` measured from the cluster's start
-    /// ([`Rule::from_cluster_start`]).
-    ///
-    /// # Errors
-    /// [`Error::Config`] naming the rule (by name or position) and what is wrong with it.
-    pub fn rules(&self) -> Result<Vec<Rule>, Error> {
-        self.rules
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                spec.build().map(Rule::from_cluster_start).map_err(|e| {
-                    let which = spec.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
-                    Error::Config(format!("rule {which}: {e}"))
-                })
-            })
-            .collect()
-    }
-
-    /// The checks to run at the end (none when the list is empty; `all` for every one).
-    ///
-    /// # Errors
-    /// [`Error::Config`] for an unknown check name.
-    pub fn checks(&self) -> Result<Option<Checks>, Error> {
-        match self.checks.as_slice() {
-            [] => Ok(None),
-            names => {
-                let mut checks = Checks::named(names).map_err(Error::Config)?;
-                if let Some(n) = self.stuck_after {
-                    checks = checks.stuck_after(n);
-                }
-                if let Some(window) = self.stuck_for {
-                    checks = checks.stuck_for(window);
-                }
-                Ok(Some(checks))
-            }
-        }
-    }
-}
-
-/// The checks a scenario asks for, run on a finished cluster: the report, and whether every
-/// rule expectation held.
-pub fn finish(
-    cluster: &crate::Cluster,
-    checks: Option<&Checks>,
-) -> (Option<check::Report>, Result<(), Error>) {
-    (checks.map(|c| cluster.check(c)), cluster.verify())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::faults::Rule;
     use kafka_protocol::messages::ApiKey;
     use kafka_protocol::ResponseError;
 

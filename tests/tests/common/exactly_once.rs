@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, ensure, Context, Result};
 use futures::future::join_all;
-use kmock::journal::RequestSummary;
-use kmock::{Cluster, Entry};
+use kafka_protocol::messages::ApiKey;
+use kmock::journal::{ClusterOperation, RequestSummary};
+use kmock::{Cluster, Entry, Rule};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
@@ -203,4 +204,69 @@ pub fn copied_exactly_once(input: &[Vec<String>], output: &[Vec<String>]) -> Res
 /// Whether `e` is an EndTxn answered NONE.
 pub fn end_txn_ok(e: &Entry) -> bool {
     matches!(&e.request, Some(RequestSummary::EndTxn(s)) if s.error_code == Some(0))
+}
+
+/// The journal entry of the first move of a transaction coordinator
+/// ([`kmock::journal::ClusterOperation::MoveTransactionCoordinator`]) among `entries`.
+pub fn coordinator_move(entries: &[Entry]) -> Option<&Entry> {
+    entries.iter().find(|e| {
+        matches!(
+            e.operation,
+            Some(ClusterOperation::MoveTransactionCoordinator { .. })
+        )
+    })
+}
+
+/// Loses the answers of the third Produce to `output` and of the second EndTxn after the
+/// broker applied them (rules `produce-answer-lost` and `end-txn-answer-lost`): a correct
+/// client sends the batch again, answered as a duplicate, and repeats the EndTxn.
+///
+/// # Errors
+/// A rule the cluster refuses.
+pub fn lose_produce_and_end_txn_answers(cluster: &Cluster, output: &str) -> Result<()> {
+    cluster.add_rule(
+        Rule::on(ApiKey::Produce)
+            .named("produce-answer-lost")
+            .topic(output)
+            .nth(3)
+            .disconnect_after_apply(),
+    )?;
+    cluster.add_rule(
+        Rule::on(ApiKey::EndTxn)
+            .named("end-txn-answer-lost")
+            .nth(2)
+            .disconnect_after_apply(),
+    )?;
+    Ok(())
+}
+
+/// The verdict on a copy of two rounds of input (`first` then `second`, each indexed by
+/// partition, written by a plain producer): `output`, read read_committed, holds each input
+/// record exactly once, and `group`'s committed offsets on `input` are the input's end offsets
+/// (both rounds' lengths added, per partition).
+///
+/// # Errors
+/// What differs, with `context()` (the programs' events) where the copy is wrong.
+pub async fn copied_both_rounds_once(
+    bootstrap: &str,
+    (input, output, group): (&str, &str, &str),
+    (first, second): (&[Vec<String>], &[Vec<String>]),
+    hang_guard: Duration,
+    context: impl Fn() -> String,
+) -> Result<()> {
+    let partitions = i32::try_from(first.len())?;
+    let both: Vec<Vec<String>> = first
+        .iter()
+        .zip(second)
+        .map(|(a, b)| [a.clone(), b.clone()].concat())
+        .collect();
+    let copied = read_values(bootstrap, output, partitions, "read_committed", hang_guard).await?;
+    copied_exactly_once(&both, &copied).with_context(context)?;
+    let committed = committed_offsets(bootstrap, group, input, partitions, hang_guard)?;
+    let ends: Vec<i64> = both.iter().map(|p| p.len() as i64).collect();
+    ensure!(
+        committed == ends,
+        "the group's committed offsets {committed:?}, expected the input's end offsets {ends:?}"
+    );
+    Ok(())
 }

@@ -115,8 +115,8 @@ pub async fn create_topic_with_configs(
 pub mod classic_group;
 pub mod cluster_ops;
 pub mod commit_retries;
-pub mod exactly_once;
 pub mod consumer_group;
+pub mod exactly_once;
 pub mod excerpt;
 pub mod groups;
 pub mod idempotent;

@@ -58,3 +58,28 @@ pub async fn read_all(bootstrap: &str, topic: &str, isolation_level: &str) -> Ve
 pub fn on_partition(all: &[String], p: usize) -> Vec<String> {
     all.iter().skip(p).step_by(2).cloned().collect()
 }
+
+/// Reads partitions 0 and 1 of `topic` at both isolation levels and asserts what three
+/// transactions left there: read_committed sees `first` then `last`, read_uncommitted also the
+/// `aborted` values between them (each split over the partitions as [`send`] does).
+pub async fn assert_read_back(
+    bootstrap: &str,
+    topic: &str,
+    first: &[String],
+    aborted: &[String],
+    last: &[String],
+) {
+    let committed = read_all(bootstrap, topic, "read_committed").await;
+    let everything = read_all(bootstrap, topic, "read_uncommitted").await;
+    for p in 0..2 {
+        let expected = [on_partition(first, p), on_partition(last, p)].concat();
+        assert_eq!(committed[p], expected, "read_committed, partition {p}");
+        let expected = [
+            on_partition(first, p),
+            on_partition(aborted, p),
+            on_partition(last, p),
+        ]
+        .concat();
+        assert_eq!(everything[p], expected, "read_uncommitted, partition {p}");
+    }
+}

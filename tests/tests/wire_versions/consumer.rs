@@ -6,8 +6,9 @@ use anyhow::{anyhow, ensure, Result};
 use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeRequest, GroupId};
 
 use super::Fixture;
-use crate::common::consumer_group::{assigned, join, said};
+use crate::common::consumer_group::{assigned, said};
 use crate::common::{same, text};
+use kmock_tests::consumer_group::join;
 
 /// Checks the answer of `api` at `v`.
 pub async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {

@@ -8,18 +8,12 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
-use kafka_protocol::messages::offset_fetch_request::{
-    OffsetFetchRequestGroup, OffsetFetchRequestTopics,
-};
 use kafka_protocol::messages::*;
 use kmock_client::Client;
-use uuid::Uuid;
 
 use super::{coordinator, until_served, ErrorCode};
 use crate::conformance::{err, text, Ctx, Lines};
+use crate::consumer_group::{self, beat, offset_commit, offset_fetch};
 
 impl ErrorCode for ConsumerGroupHeartbeatResponse {
     fn code(&self) -> i16 {
@@ -29,33 +23,7 @@ impl ErrorCode for ConsumerGroupHeartbeatResponse {
 
 /// A first heartbeat of `member` subscribing to `topic`.
 fn join(group: &str, member: &str, topic: &str) -> ConsumerGroupHeartbeatRequest {
-    ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_member_id(text(member))
-        .with_member_epoch(0)
-        .with_rebalance_timeout_ms(30_000)
-        .with_subscribed_topic_names(Some(vec![TopicName(text(topic))]))
-        .with_topic_partitions(Some(Vec::new()))
-}
-
-/// A heartbeat of `member` at `epoch` owning `owned` of `topic` (`None`: not sent).
-fn beat(
-    group: &str,
-    member: &str,
-    epoch: i32,
-    topic: Uuid,
-    owned: Option<&BTreeSet<i32>>,
-) -> ConsumerGroupHeartbeatRequest {
-    ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_member_id(text(member))
-        .with_member_epoch(epoch)
-        .with_rebalance_timeout_ms(-1)
-        .with_topic_partitions(owned.map(|ps| {
-            vec![TopicPartitions::default()
-                .with_topic_id(topic)
-                .with_partitions(ps.iter().copied().collect())]
-        }))
+    consumer_group::join(group, member, &[topic])
 }
 
 /// Sends a heartbeat at v1, again while the coordinator loads.
@@ -171,24 +139,7 @@ async fn commit(
     topic: &str,
     partitions: &[i32],
 ) -> Result<String> {
-    let request = || {
-        OffsetCommitRequest::default()
-            .with_group_id(GroupId(text(group)))
-            .with_generation_id_or_member_epoch(epoch)
-            .with_member_id(text(member))
-            .with_topics(vec![OffsetCommitRequestTopic::default()
-                .with_name(TopicName(text(topic)))
-                .with_partitions(
-                    partitions
-                        .iter()
-                        .map(|p| {
-                            OffsetCommitRequestPartition::default()
-                                .with_partition_index(*p)
-                                .with_committed_offset(1)
-                        })
-                        .collect(),
-                )])
-    };
+    let request = || offset_commit(group, (member, epoch), topic, partitions, 1);
     let answer = until_served(client, 9, request).await?;
     let codes: Vec<String> = answer
         .topics
@@ -206,15 +157,7 @@ async fn fetch(
     epoch: i32,
     topic: &str,
 ) -> Result<String> {
-    let request = || {
-        OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
-            .with_group_id(GroupId(text(group)))
-            .with_member_id(Some(text(member)))
-            .with_member_epoch(epoch)
-            .with_topics(Some(vec![OffsetFetchRequestTopics::default()
-                .with_name(TopicName(text(topic)))
-                .with_partition_indexes(vec![0])]))])
-    };
+    let request = || offset_fetch(group, (member, epoch), topic);
     Ok(err(until_served(client, 9, request).await?.code()))
 }
 

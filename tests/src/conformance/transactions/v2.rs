@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, ApiVersionsRequest, DescribeProducersRequest,
     DescribeTransactionsRequest, InitProducerIdRequest, ProducerId,
 };
+use kmock_client::Client;
 
 use super::super::{case, err, name, text, Case, Ctx, Lines};
 use super::{backoff, describe, end, init, produce, retriable, settled, txn_id};
@@ -234,19 +235,7 @@ async fn txn_v2_init_aborts_an_open_transaction(cx: Ctx) -> Result<Lines> {
         new_epoch - epoch
     ));
     lines.push(format!("settled: {}", settled(&client, &id).await?));
-    let request = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
-        .with_name(name(&topic))
-        .with_partition_indexes(vec![0])]);
-    let described = client.send(request, 0).await?;
-    for p in described.topics.iter().flat_map(|t| &t.partitions) {
-        for a in &p.active_producers {
-            lines.push(format!(
-                "on the partition: epoch {:+}, txn start {}",
-                a.producer_epoch - i32::from(epoch),
-                a.current_txn_start_offset
-            ));
-        }
-    }
+    lines.extend(on_the_partition(&client, &topic, epoch).await?);
     lines.push(format!(
         "old producer's produce v12: {}",
         produce(&client, &id, (&topic, 0), (pid, epoch), (1, 1), 12).await?
@@ -265,6 +254,28 @@ async fn txn_v2_init_aborts_an_open_transaction(cx: Ctx) -> Result<Lines> {
     ));
     lines.push(format!("settled: {}", settled(&client, &id).await?));
     Ok(lines)
+}
+
+/// What DescribeProducers shows of partition 0 of `topic`: a line per active producer, its
+/// epoch relative to `epoch` and where its open transaction starts.
+async fn on_the_partition(client: &Client, topic: &str, epoch: i16) -> Result<Lines> {
+    let request = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
+        .with_name(name(topic))
+        .with_partition_indexes(vec![0])]);
+    let described = client.send(request, 0).await?;
+    Ok(described
+        .topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .flat_map(|p| &p.active_producers)
+        .map(|a| {
+            format!(
+                "on the partition: epoch {:+}, txn start {}",
+                a.producer_epoch - i32::from(epoch),
+                a.current_txn_start_offset
+            )
+        })
+        .collect())
 }
 
 /// A version-2 transaction (begun by a Produce v12) left open past its 1 s timeout: the
@@ -308,19 +319,7 @@ async fn txn_v2_a_transaction_past_its_timeout_is_aborted(cx: Ctx) -> Result<Lin
         t.producer_id.0 == pid,
         t.producer_epoch - epoch
     ));
-    let request = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
-        .with_name(name(&topic))
-        .with_partition_indexes(vec![0])]);
-    let producers = client.send(request, 0).await?;
-    for p in producers.topics.iter().flat_map(|t| &t.partitions) {
-        for a in &p.active_producers {
-            lines.push(format!(
-                "on the partition: epoch {:+}, txn start {}",
-                a.producer_epoch - i32::from(epoch),
-                a.current_txn_start_offset
-            ));
-        }
-    }
+    lines.extend(on_the_partition(&client, &topic, epoch).await?);
     lines.push(format!(
         "produce v12 at the old epoch: {}",
         produce(&client, &id, (&topic, 0), (pid, epoch), (1, 1), 12).await?
