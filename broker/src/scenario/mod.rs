@@ -99,7 +99,7 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "idle_or_off")]
     pub connections_max_idle: Option<Option<Duration>>,
     /// How long after the start the coordinators answer COORDINATOR_LOAD_IN_PROGRESS
-    /// ([`ClusterBuilder::coordinator_load`]), e.g. `2s`.
+    /// ([`crate::ClusterBuilder::coordinator_load`]), e.g. `2s`.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
