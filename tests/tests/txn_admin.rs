@@ -230,6 +230,20 @@ async fn list_transactions_applies_each_filter() -> Result<()> {
         "a pattern that does not compile",
         bad.error_code,
         Some(InvalidRegularExpression),
+    )?;
+    // Valid only inside an anchoring group: Java's Pattern.compile refuses it.
+    let unbalanced = list(&client, pattern("orders-1)|(pay"), 2).await?;
+    code_is(
+        "a pattern that compiles only when wrapped",
+        unbalanced.error_code,
+        Some(InvalidRegularExpression),
+    )?;
+    // Past kmock's bound on a pattern's length (a deviation: the parser's memory grows with it).
+    let long = list(&client, pattern(&"a".repeat(32 * 1024 + 1)), 2).await?;
+    code_is(
+        "a pattern over 32 KiB",
+        long.error_code,
+        Some(InvalidRegularExpression),
     )
 }
 

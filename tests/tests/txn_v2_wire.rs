@@ -247,7 +247,7 @@ async fn end_txn_v4_keeps_the_epoch_and_version_1_adds_no_partition() -> Result<
         None,
     )?;
 
-    let (_v1, client) = common::start(1, &["t"], 1).await?;
+    let (_v1, client) = start_v1(&["t"], 1).await?;
     let (pid, _) = init_ok(&client, "tx").await?;
     code_is(
         "Produce v12 to a partition not added, transaction version 1",
@@ -280,7 +280,7 @@ async fn txn_offset_commit_v5_adds_its_group_with_version_2_only() -> Result<()>
     let added = client.send(add_offsets("tx", pid, 1, "h"), 4).await?;
     code_is("AddOffsetsToTxn", added.error_code, None)?;
 
-    let (_v1, client) = common::start(1, &["t"], 1).await?;
+    let (_v1, client) = start_v1(&["t"], 1).await?;
     let (pid, _) = init_ok(&client, "tx").await?;
     let v5 = client
         .send(txn_offset_commit("tx", pid, 0, "g", "t", 7), 5)

@@ -26,7 +26,7 @@
 //! CONCURRENT_TRANSACTIONS is never answered, since kmock ends a transaction while it answers
 //! its EndTxn.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTransaction;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
@@ -119,7 +119,9 @@ fn handle_batch(
     version: i16,
 ) -> AddPartitionsToTxnResponse {
     // `partitionsByTransaction`: one entry per transactional id, partitions merged.
+    // In first-seen order; `index` finds an id's entry without a scan per transaction.
     let mut by_id: Vec<(&AddPartitionsToTxnTransaction, BTreeSet<(&str, i32)>)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for t in &request.transactions {
         let partitions = t.topics.iter().flat_map(|topic| {
             topic
@@ -127,12 +129,12 @@ fn handle_batch(
                 .iter()
                 .map(move |&p| (topic.name.0.as_str(), p))
         });
-        match by_id
-            .iter_mut()
-            .find(|(seen, _)| seen.transactional_id == t.transactional_id)
-        {
-            Some((_, set)) => set.extend(partitions),
-            None => by_id.push((t, partitions.collect())),
+        match index.get(t.transactional_id.0.as_str()) {
+            Some(&i) => by_id[i].1.extend(partitions),
+            None => {
+                index.insert(t.transactional_id.0.as_str(), by_id.len());
+                by_id.push((t, partitions.collect()));
+            }
         }
     }
     let mut state = ctx.shared.state();

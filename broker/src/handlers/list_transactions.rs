@@ -13,9 +13,9 @@
 //! Deviations from Apache Kafka: ids come in name order, where Kafka's order is its maps';
 //! the pattern is read by the `regex` crate, whose syntax is Java's for the common cases
 //! (classes, repetition, alternation, anchors) but not for every construct (no
-//! look-around or back-references), and a pattern whose compiled form passes the crate's
-//! size limit (about 10 MB: `a{1000}{1000}`) is INVALID_REGULAR_EXPRESSION, which Java
-//! compiles; the PrepareCommit, PrepareAbort and PrepareEpochFence
+//! look-around or back-references), and a pattern longer than 32 KiB or whose compiled form
+//! passes 1 MiB (`a{1000}{1000}`) is INVALID_REGULAR_EXPRESSION, which Java compiles (the
+//! parser's memory grows with the pattern); the PrepareCommit, PrepareAbort and PrepareEpochFence
 //! states are never listed (kmock never stays in them).
 
 use kafka_protocol::messages::list_transactions_response::TransactionState;
@@ -51,9 +51,9 @@ pub fn handle(
 ) -> ListTransactionsResponse {
     let pattern = match request.transactional_id_pattern.as_deref() {
         None | Some("") => None,
-        Some(p) => match regex::Regex::new(&format!("^(?:{p})$")) {
-            Ok(re) => Some(re),
-            Err(_) => {
+        Some(p) => match whole_id_pattern(p) {
+            Some(re) => Some(re),
+            None => {
                 return ListTransactionsResponse::default()
                     .with_error_code(ResponseError::InvalidRegularExpression.code())
             }
@@ -96,4 +96,29 @@ pub fn handle(
     ListTransactionsResponse::default()
         .with_unknown_state_filters(unknown_state_filters)
         .with_transaction_states(listed)
+}
+
+/// Most bytes of a transactional id pattern compiled; a longer one is refused (the regex
+/// parser's memory grows with the pattern before its own size limit applies).
+const MAX_PATTERN_BYTES: usize = 32 * 1024;
+
+/// Most bytes one compiled pattern may take.
+const MAX_COMPILED_BYTES: usize = 1 << 20;
+
+/// `pattern` as a matcher of whole transactional ids (Java's `Matcher.matches`), `None` when it
+/// is too long or not a regular expression on its own: checked alone first, so that a pattern
+/// such as `a)|(b` that only parses inside the anchoring group is refused, as Java's
+/// `Pattern.compile` refuses it.
+fn whole_id_pattern(pattern: &str) -> Option<regex::Regex> {
+    let build = |p: &str| {
+        regex::RegexBuilder::new(p)
+            .size_limit(MAX_COMPILED_BYTES)
+            .build()
+            .ok()
+    };
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return None;
+    }
+    build(pattern)?;
+    build(&format!("^(?:{pattern})$"))
 }

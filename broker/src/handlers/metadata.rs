@@ -11,7 +11,8 @@
 //! would write more than `QuorumController.MAX_RECORDS_PER_USER_OP` (10,000) records (one per
 //! topic and one per partition): then none is created and each stays UNKNOWN_TOPIC_OR_PARTITION
 //! (INVALID_TOPIC_EXCEPTION for an illegal name, checked before the controller is asked).
-//! A request naming any topic id (v10+) is answered by ids alone, names ignored.
+//! A request naming any topic id (v12+) is answered by ids alone, names ignored; at v10–11 a
+//! topic id or a null name is INVALID_REQUEST for every requested topic, as Kafka answers.
 //!
 //! Deviations from Apache Kafka: an auto-created topic is returned ready in the same answer,
 //! where Kafka first answers LEADER_NOT_AVAILABLE until the new topic has a leader; kmock's own
@@ -41,6 +42,9 @@ const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 /// Answers with the brokers and the requested topics (all of them when `topics` is null, or
 /// empty in v0), creating unknown ones if allowed.
 pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> MetadataResponse {
+    if let Some(refused) = ids_before_v12(&request, version) {
+        return refused;
+    }
     let shared = ctx.shared;
     let allow_create =
         shared.config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
@@ -52,7 +56,7 @@ pub fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Metadata
         Some(ref t) if t.is_empty() && version == 0 => {
             state.topics.values().map(topic_metadata).collect()
         }
-        // Any topic id (v10+, not the zero id) makes the request one by ids, as Kafka's
+        // Any topic id (v12+, not the zero id) makes the request one by ids, as Kafka's
         // `KafkaApis.handleTopicMetadataRequest`: names are ignored, zero ids and duplicates
         // dropped, and an unknown id answered UNKNOWN_TOPIC_ID without a name.
         Some(ref requested) if requested.iter().any(|t| !t.topic_id.is_nil()) => {
@@ -205,6 +209,32 @@ fn topic_metadata(topic: &Topic, down: &BTreeSet<i32>) -> MetadataResponseTopic 
         .with_is_internal(is_internal(&topic.name))
         .with_partitions(partitions)
         .with_topic_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
+}
+
+/// Versions 10 and 11 carry a topic id and a nullable name, but Kafka answers only names
+/// there: a topic id or a null name is an `InvalidRequestException` in
+/// `KafkaApis.handleTopicMetadataRequest`, answered by `MetadataRequest.getErrorResponse`
+/// (every requested topic INVALID_REQUEST with its name, `""` for null, and its id; no
+/// brokers).
+fn ids_before_v12(request: &MetadataRequest, version: i16) -> Option<MetadataResponse> {
+    let topics = request.topics.as_ref()?;
+    let by_id = topics
+        .iter()
+        .any(|t| t.name.is_none() || !t.topic_id.is_nil());
+    (version < 12 && by_id).then(|| {
+        MetadataResponse::default().with_topics(
+            topics
+                .iter()
+                .map(|t| {
+                    topic_error(
+                        Some(t.name.as_ref().map_or("", |n| n.as_str())),
+                        ResponseError::InvalidRequest,
+                    )
+                    .with_topic_id(t.topic_id)
+                })
+                .collect(),
+        )
+    })
 }
 
 fn topic_error(name: Option<&str>, error: ResponseError) -> MetadataResponseTopic {

@@ -101,7 +101,10 @@ fn consumer_check(
         let Some(topic) = state.topics.get(t.name.0.as_str()) else {
             continue;
         };
-        for p in &t.partitions {
+        // A partition the topic does not have is answered UNKNOWN_TOPIC_OR_PARTITION before
+        // the coordinator sees the commit (Kafka's `KafkaApis`), so it cannot fail the rest.
+        let known = |p: i32| usize::try_from(p).is_ok_and(|p| p < topic.partitions.len());
+        for p in t.partitions.iter().filter(|p| known(p.partition_index)) {
             ConsumerGroup::check_commit_partition(member, epoch, topic.id, p.partition_index)?;
         }
     }

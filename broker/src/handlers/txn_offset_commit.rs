@@ -18,7 +18,9 @@
 //! refused as above.
 //!
 //! Deviations from Apache Kafka: Kafka 4.4 serves v6, kmock stops at v5 (the codec's
-//! highest).
+//! highest). For a KIP-848 consumer group, a member epoch older than the member's is
+//! STALE_MEMBER_EPOCH whatever the partitions, where Kafka 4.4 takes it for partitions the
+//! member has owned since that epoch (KIP-1251): stricter.
 
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
