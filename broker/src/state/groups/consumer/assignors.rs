@@ -286,8 +286,15 @@ mod tests {
         }
         members.insert("new".to_owned(), spec(&["t"]));
         let second = assign("uniform", &members, &topics);
-        assert!(counts(&second).iter().all(|n| *n == 10), "{:?}", counts(&second));
-        let all: BTreeSet<i32> = second.values().flat_map(|p| p[&t].iter().copied()).collect();
+        assert!(
+            counts(&second).iter().all(|n| *n == 10),
+            "{:?}",
+            counts(&second)
+        );
+        let all: BTreeSet<i32> = second
+            .values()
+            .flat_map(|p| p[&t].iter().copied())
+            .collect();
         assert_eq!(all.len(), 10_000, "each partition once");
         for (id, ps) in &first {
             assert!(second[id][&t].is_subset(&ps[&t]), "{id} kept what it could");
