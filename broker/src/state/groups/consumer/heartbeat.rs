@@ -250,8 +250,16 @@ impl Groups {
         let mut after = before.clone();
         if !before.is_reconciled_to(cg.assignment_epoch) {
             let target = cg.target.get(&member_id).cloned().unwrap_or_default();
-            let owners = owner_epochs(cg, &member_id);
-            let owner = |t: Uuid, p: i32| owners.get(&(t, p)).copied().unwrap_or(-1);
+            // Indexed at the first partition asked about: a member whose target needs no
+            // partition of another (most heartbeats) pays nothing for it.
+            let owners = std::cell::OnceCell::new();
+            let owner = |t: Uuid, p: i32| {
+                owners
+                    .get_or_init(|| owner_epochs(cg, &member_id))
+                    .get(&(t, p))
+                    .copied()
+                    .unwrap_or(-1)
+            };
             after = reconcile::next(
                 &before,
                 cg.assignment_epoch,
@@ -472,7 +480,7 @@ fn subscription_metadata(
 
 /// The member epoch of each other member's owned partitions (assigned or pending
 /// revocation), the first member in id order for a partition two claim, as
-/// [`ConsumerGroup::current_partition_epoch`] answers it, indexed once per heartbeat.
+/// [`ConsumerGroup::current_partition_epoch`] answers it, indexed at most once per heartbeat.
 fn owner_epochs(cg: &ConsumerGroup, member_id: &str) -> HashMap<(Uuid, i32), i32> {
     let mut out = HashMap::new();
     for (id, m) in &cg.members {
