@@ -11,6 +11,7 @@
 //!   co-partitioned. Kafka 4's range assignor also keeps previous ranges where it can; this
 //!   one recomputes them.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
@@ -19,11 +20,21 @@ use super::Partitions;
 
 /// What an assignor sees of one member: its subscription, and its previous target.
 #[derive(Debug, Clone, Default)]
-pub struct MemberSpec {
-    /// Subscribed topic names.
-    pub topics: BTreeSet<String>,
+pub struct MemberSpec<'a> {
+    /// Subscribed topic names, sorted and deduplicated: the member's own list, borrowed, so a
+    /// long subscription is not copied for each target.
+    pub topics: Cow<'a, [String]>,
     /// The member's previous target assignment.
     pub previous: Partitions,
+}
+
+impl MemberSpec<'_> {
+    /// Whether the member subscribes to `topic` (a binary search of the sorted names).
+    pub fn subscribes(&self, topic: &str) -> bool {
+        self.topics
+            .binary_search_by(|t| t.as_str().cmp(topic))
+            .is_ok()
+    }
 }
 
 /// The target assignment by member id, with the assignor `name` (`uniform` or `range`; any
@@ -31,7 +42,7 @@ pub struct MemberSpec {
 /// partition count.
 pub fn assign(
     name: &str,
-    members: &BTreeMap<String, MemberSpec>,
+    members: &BTreeMap<String, MemberSpec<'_>>,
     topics: &BTreeMap<String, (Uuid, i32)>,
 ) -> BTreeMap<String, Partitions> {
     let mut out: BTreeMap<String, Partitions> = members
@@ -56,12 +67,15 @@ pub fn assign(
 
 type Flat = BTreeMap<String, BTreeSet<(String, i32)>>;
 
-fn range(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid, i32)>) -> Flat {
+fn range(
+    members: &BTreeMap<String, MemberSpec<'_>>,
+    topics: &BTreeMap<String, (Uuid, i32)>,
+) -> Flat {
     let mut out = Flat::new();
     for (topic, (_, partitions)) in topics {
         let subscribed: Vec<&String> = members
             .iter()
-            .filter(|(_, m)| m.topics.contains(topic))
+            .filter(|(_, m)| m.subscribes(topic))
             .map(|(id, _)| id)
             .collect();
         if subscribed.is_empty() {
@@ -82,7 +96,10 @@ fn range(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid
     out
 }
 
-fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid, i32)>) -> Flat {
+fn uniform(
+    members: &BTreeMap<String, MemberSpec<'_>>,
+    topics: &BTreeMap<String, (Uuid, i32)>,
+) -> Flat {
     let name_of: BTreeMap<Uuid, &String> = topics.iter().map(|(n, (id, _))| (*id, n)).collect();
     let mut out: Flat = members
         .keys()
@@ -92,7 +109,7 @@ fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uu
     // Sticky: what each member's previous target gave it, if it is still valid.
     for (id, m) in members {
         for (topic_id, ps) in &m.previous {
-            let Some(topic) = name_of.get(topic_id).filter(|t| m.topics.contains(**t)) else {
+            let Some(topic) = name_of.get(topic_id).filter(|t| m.subscribes(t)) else {
                 continue;
             };
             let count = topics[*topic].1;
@@ -104,8 +121,11 @@ fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uu
             }
         }
     }
-    let first = members.values().next().map(|m| &m.topics);
-    if members.values().all(|m| Some(&m.topics) == first) {
+    let first = members.values().next();
+    if members
+        .values()
+        .all(|m| Some(&m.topics) == first.map(|f| &f.topics))
+    {
         same_subscriptions(out, taken, topics, first.expect("members if all match"))
     } else {
         mixed_subscriptions(out, taken, members, topics)
@@ -121,11 +141,11 @@ fn same_subscriptions(
     mut out: Flat,
     mut taken: BTreeSet<(String, i32)>,
     topics: &BTreeMap<String, (Uuid, i32)>,
-    subscribed: &BTreeSet<String>,
+    subscribed: &MemberSpec<'_>,
 ) -> Flat {
     let total: usize = topics
         .iter()
-        .filter(|(t, _)| subscribed.contains(*t))
+        .filter(|(t, _)| subscribed.subscribes(t))
         .map(|(_, (_, n))| (*n).max(0) as usize)
         .sum();
     let m = out.len();
@@ -154,7 +174,7 @@ fn same_subscriptions(
         .collect::<Vec<_>>()
         .into_iter();
     let mut current = deficit.next();
-    for (topic, (_, count)) in topics.iter().filter(|(t, _)| subscribed.contains(*t)) {
+    for (topic, (_, count)) in topics.iter().filter(|(t, _)| subscribed.subscribes(t)) {
         for p in 0..*count {
             let tp = (topic.clone(), p);
             if taken.contains(&tp) {
@@ -180,10 +200,10 @@ fn same_subscriptions(
 fn mixed_subscriptions(
     mut out: Flat,
     mut taken: BTreeSet<(String, i32)>,
-    members: &BTreeMap<String, MemberSpec>,
+    members: &BTreeMap<String, MemberSpec<'_>>,
     topics: &BTreeMap<String, (Uuid, i32)>,
 ) -> Flat {
-    let eligible = |id: &str, topic: &str| members[id].topics.contains(topic);
+    let eligible = |id: &str, topic: &str| members[id].subscribes(topic);
     for (topic, (_, count)) in topics {
         for p in 0..*count {
             let tp = (topic.clone(), p);
@@ -232,9 +252,11 @@ fn mixed_subscriptions(
 mod tests {
     use super::*;
 
-    fn spec(topics: &[&str]) -> MemberSpec {
+    fn spec(topics: &[&str]) -> MemberSpec<'static> {
+        let mut topics: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
+        topics.sort();
         MemberSpec {
-            topics: topics.iter().map(|t| t.to_string()).collect(),
+            topics: Cow::Owned(topics),
             previous: Partitions::new(),
         }
     }

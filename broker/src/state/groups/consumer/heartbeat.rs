@@ -233,7 +233,7 @@ impl Groups {
                 .iter()
                 .map(|(id, m)| {
                     let spec = MemberSpec {
-                        topics: m.subscribed_topic_names.iter().cloned().collect(),
+                        topics: std::borrow::Cow::Borrowed(&m.subscribed_topic_names),
                         previous: cg.target.get(id).cloned().unwrap_or_default(),
                     };
                     (id.clone(), spec)
