@@ -127,7 +127,7 @@ impl Groups {
     /// UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, with Kafka's message.
     pub fn consumer_heartbeat(
         &mut self,
-        req: HeartbeatRequest,
+        mut req: HeartbeatRequest,
         topics: &impl TopicIndex,
         now: Instant,
     ) -> Result<HeartbeatAnswer, Refusal> {
@@ -202,8 +202,8 @@ impl Groups {
             bump |= member.server_assignor.as_ref() != Some(a);
             member.server_assignor = Some(a.clone());
         }
-        if let Some(names) = &req.subscribed_topic_names {
-            let mut names = names.clone();
+        let sent_names = req.subscribed_topic_names.is_some();
+        if let Some(mut names) = req.subscribed_topic_names.take() {
             names.sort();
             names.dedup();
             if names != member.subscribed_topic_names {
@@ -282,7 +282,7 @@ impl Groups {
         after.session_deadline = now + config.session_timeout;
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
-                && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
+                && (sent_names || req.subscribed_topic_regex.is_some())
                 && req.owned.is_some());
         let changed = before.assigned_partitions() != after.assigned_partitions();
         let answer = HeartbeatAnswer {

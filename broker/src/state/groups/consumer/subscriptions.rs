@@ -3,7 +3,7 @@
 //! ([`SubscribedNames`], Kafka's `ModernGroup.subscribedTopicNames`), so a heartbeat costs
 //! what it changes, not the size of the cluster or of every member's subscription.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use uuid::Uuid;
 
@@ -35,7 +35,7 @@ impl TopicIndex for BTreeMap<String, (Uuid, i32)> {
 /// Every topic name some member of the group subscribes to, with how many members do
 /// (Kafka's `subscribedTopicNames` with its `SubscriptionCount`s).
 #[derive(Debug, Clone, Default)]
-pub struct SubscribedNames(BTreeMap<String, usize>);
+pub struct SubscribedNames(HashMap<String, usize>);
 
 impl SubscribedNames {
     /// Counts one more member subscribing to each of `names` (deduplicated already).
@@ -68,7 +68,7 @@ impl SubscribedNames {
         self.0.contains_key(name)
     }
 
-    /// The subscribed names, in order.
+    /// The subscribed names, in no order.
     pub fn names(&self) -> impl Iterator<Item = &String> {
         self.0.keys()
     }
