@@ -39,7 +39,8 @@ use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{str_bytes, Ctx};
-use crate::state::groups::consumer::{HeartbeatRequest, Partitions};
+use crate::state::groups::consumer::{HeartbeatRequest, Partitions, TopicIndex};
+use crate::state::topics::Topic;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ConsumerGroupHeartbeatRequest::VERSIONS;
@@ -102,15 +103,12 @@ pub fn handle(
         return ConsumerGroupHeartbeatResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());
     }
-    let topics: BTreeMap<String, (uuid::Uuid, i32)> = state
-        .topics
-        .iter()
-        .map(|(name, t)| (name.clone(), (t.id, t.partitions.len() as i32)))
-        .collect();
-    match state
-        .groups
-        .consumer_heartbeat(req, &topics, tokio::time::Instant::now())
-    {
+    let state = &mut *state;
+    match state.groups.consumer_heartbeat(
+        req,
+        &ClusterTopics(&state.topics),
+        tokio::time::Instant::now(),
+    ) {
         Err(r) => refused(r),
         Ok(answer) => ConsumerGroupHeartbeatResponse::default()
             .with_member_id(Some(str_bytes(&answer.member_id)))
@@ -127,5 +125,23 @@ pub fn handle(
                         .collect(),
                 )
             })),
+    }
+}
+
+/// The cluster's topics as the consumer group coordinator looks them up: only the names a
+/// heartbeat needs, not a copy of every topic per heartbeat.
+struct ClusterTopics<'a>(&'a BTreeMap<String, Topic>);
+
+impl TopicIndex for ClusterTopics<'_> {
+    fn topic_count(&self) -> usize {
+        self.0.len()
+    }
+    fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {
+        self.0.get(name).map(|t| (t.id, t.partitions.len() as i32))
+    }
+    fn each_topic(&self, f: &mut dyn FnMut(&str, (uuid::Uuid, i32))) {
+        for (name, t) in self.0 {
+            f(name, (t.id, t.partitions.len() as i32));
+        }
     }
 }

@@ -11,6 +11,7 @@
 //!   co-partitioned. Kafka 4's range assignor also keeps previous ranges where it can; this
 //!   one recomputes them.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
@@ -19,11 +20,21 @@ use super::Partitions;
 
 /// What an assignor sees of one member: its subscription, and its previous target.
 #[derive(Debug, Clone, Default)]
-pub struct MemberSpec {
-    /// Subscribed topic names.
-    pub topics: BTreeSet<String>,
+pub struct MemberSpec<'a> {
+    /// Subscribed topic names, sorted and deduplicated: the member's own list, borrowed, so a
+    /// long subscription is not copied for each target.
+    pub topics: Cow<'a, [String]>,
     /// The member's previous target assignment.
     pub previous: Partitions,
+}
+
+impl MemberSpec<'_> {
+    /// Whether the member subscribes to `topic` (a binary search of the sorted names).
+    pub fn subscribes(&self, topic: &str) -> bool {
+        self.topics
+            .binary_search_by(|t| t.as_str().cmp(topic))
+            .is_ok()
+    }
 }
 
 /// The target assignment by member id, with the assignor `name` (`uniform` or `range`; any
@@ -31,7 +42,7 @@ pub struct MemberSpec {
 /// partition count.
 pub fn assign(
     name: &str,
-    members: &BTreeMap<String, MemberSpec>,
+    members: &BTreeMap<String, MemberSpec<'_>>,
     topics: &BTreeMap<String, (Uuid, i32)>,
 ) -> BTreeMap<String, Partitions> {
     let mut out: BTreeMap<String, Partitions> = members
@@ -56,12 +67,15 @@ pub fn assign(
 
 type Flat = BTreeMap<String, BTreeSet<(String, i32)>>;
 
-fn range(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid, i32)>) -> Flat {
+fn range(
+    members: &BTreeMap<String, MemberSpec<'_>>,
+    topics: &BTreeMap<String, (Uuid, i32)>,
+) -> Flat {
     let mut out = Flat::new();
     for (topic, (_, partitions)) in topics {
         let subscribed: Vec<&String> = members
             .iter()
-            .filter(|(_, m)| m.topics.contains(topic))
+            .filter(|(_, m)| m.subscribes(topic))
             .map(|(id, _)| id)
             .collect();
         if subscribed.is_empty() {
@@ -82,7 +96,10 @@ fn range(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid
     out
 }
 
-fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uuid, i32)>) -> Flat {
+fn uniform(
+    members: &BTreeMap<String, MemberSpec<'_>>,
+    topics: &BTreeMap<String, (Uuid, i32)>,
+) -> Flat {
     let name_of: BTreeMap<Uuid, &String> = topics.iter().map(|(n, (id, _))| (*id, n)).collect();
     let mut out: Flat = members
         .keys()
@@ -92,7 +109,7 @@ fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uu
     // Sticky: what each member's previous target gave it, if it is still valid.
     for (id, m) in members {
         for (topic_id, ps) in &m.previous {
-            let Some(topic) = name_of.get(topic_id).filter(|t| m.topics.contains(**t)) else {
+            let Some(topic) = name_of.get(topic_id).filter(|t| m.subscribes(t)) else {
                 continue;
             };
             let count = topics[*topic].1;
@@ -104,8 +121,89 @@ fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uu
             }
         }
     }
-    let eligible = |id: &str, topic: &str| members[id].topics.contains(topic);
-    // The rest, each to the eligible member with the fewest.
+    let first = members.values().next();
+    if members
+        .values()
+        .all(|m| Some(&m.topics) == first.map(|f| &f.topics))
+    {
+        same_subscriptions(out, taken, topics, first.expect("members if all match"))
+    } else {
+        mixed_subscriptions(out, taken, members, topics)
+    }
+}
+
+/// Every member subscribes to the same topics: each member's quota is ⌊P/M⌋, one more for
+/// the first `P mod M` members by (previous count descending, member id), so members that
+/// held more keep it; a member keeps what it held up to its quota (its lowest partitions),
+/// and the rest go, in (topic, partition) order, to members below their quota in member id
+/// order. O(P log P + M log M).
+fn same_subscriptions(
+    mut out: Flat,
+    mut taken: BTreeSet<(String, i32)>,
+    topics: &BTreeMap<String, (Uuid, i32)>,
+    subscribed: &MemberSpec<'_>,
+) -> Flat {
+    let total: usize = topics
+        .iter()
+        .filter(|(t, _)| subscribed.subscribes(t))
+        .map(|(_, (_, n))| (*n).max(0) as usize)
+        .sum();
+    let m = out.len();
+    if m == 0 {
+        return out;
+    }
+    let (base, extra) = (total / m, total % m);
+    let mut order: Vec<(&String, usize)> = out.iter().map(|(id, s)| (id, s.len())).collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let quota: BTreeMap<String, usize> = order
+        .into_iter()
+        .enumerate()
+        .map(|(i, (id, _))| (id.clone(), base + usize::from(i < extra)))
+        .collect();
+    // Surplus over quota is given up (highest partitions first, as moves did before).
+    for (id, set) in &mut out {
+        while set.len() > quota[id] {
+            let tp = set.pop_last().expect("above quota");
+            taken.remove(&tp);
+        }
+    }
+    let mut deficit = out
+        .iter()
+        .filter(|(id, s)| s.len() < quota[*id])
+        .map(|(id, s)| (id.clone(), quota[id] - s.len()))
+        .collect::<Vec<_>>()
+        .into_iter();
+    let mut current = deficit.next();
+    for (topic, (_, count)) in topics.iter().filter(|(t, _)| subscribed.subscribes(t)) {
+        for p in 0..*count {
+            let tp = (topic.clone(), p);
+            if taken.contains(&tp) {
+                continue;
+            }
+            while current.as_ref().is_some_and(|(_, left)| *left == 0) {
+                current = deficit.next();
+            }
+            let Some((id, left)) = current.as_mut() else {
+                return out;
+            };
+            out.get_mut(id).expect("every member").insert(tp);
+            *left -= 1;
+        }
+    }
+    out
+}
+
+/// Members subscribe to different topics: each unowned partition goes to the eligible
+/// member with the fewest, then a partition moves from a member with two more than an
+/// eligible other until none can move (each move lowers the sum of squared counts, so this
+/// ends).
+fn mixed_subscriptions(
+    mut out: Flat,
+    mut taken: BTreeSet<(String, i32)>,
+    members: &BTreeMap<String, MemberSpec<'_>>,
+    topics: &BTreeMap<String, (Uuid, i32)>,
+) -> Flat {
+    let eligible = |id: &str, topic: &str| members[id].subscribes(topic);
     for (topic, (_, count)) in topics {
         for p in 0..*count {
             let tp = (topic.clone(), p);
@@ -123,11 +221,9 @@ fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uu
             }
         }
     }
-    // Balance: move a partition from a member with two more than an eligible other, until
-    // none can move (each move lowers the sum of squared counts, so this ends).
+    let ids: Vec<String> = out.keys().cloned().collect();
     loop {
         let mut moved = false;
-        let ids: Vec<String> = out.keys().cloned().collect();
         'search: for from in &ids {
             for to in &ids {
                 if out[from].len() <= out[to].len() + 1 {
@@ -156,9 +252,11 @@ fn uniform(members: &BTreeMap<String, MemberSpec>, topics: &BTreeMap<String, (Uu
 mod tests {
     use super::*;
 
-    fn spec(topics: &[&str]) -> MemberSpec {
+    fn spec(topics: &[&str]) -> MemberSpec<'static> {
+        let mut topics: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
+        topics.sort();
         MemberSpec {
-            topics: topics.iter().map(|t| t.to_string()).collect(),
+            topics: Cow::Owned(topics),
             previous: Partitions::new(),
         }
     }
@@ -191,6 +289,52 @@ mod tests {
                 "{id} kept: {second:?}"
             );
         }
+    }
+
+    #[test]
+    fn uniform_spreads_ten_thousand_partitions_over_a_thousand_members_and_keeps_quotas() {
+        let t = Uuid::from_u128(7);
+        let topics = BTreeMap::from([("t".to_owned(), (t, 10_000))]);
+        let mut members: BTreeMap<String, MemberSpec> = (0..999)
+            .map(|i| (format!("m{i:04}"), spec(&["t"])))
+            .collect();
+        let first = assign("uniform", &members, &topics);
+        let mut c = counts(&first);
+        c.sort();
+        assert_eq!((c[0], c[998]), (10, 11), "10,000 over 999");
+        assert_eq!(c.iter().sum::<usize>(), 10_000);
+        for (id, m) in &mut members {
+            m.previous = first[id].clone();
+        }
+        members.insert("new".to_owned(), spec(&["t"]));
+        let second = assign("uniform", &members, &topics);
+        assert!(
+            counts(&second).iter().all(|n| *n == 10),
+            "{:?}",
+            counts(&second)
+        );
+        let all: BTreeSet<i32> = second
+            .values()
+            .flat_map(|p| p[&t].iter().copied())
+            .collect();
+        assert_eq!(all.len(), 10_000, "each partition once");
+        for (id, ps) in &first {
+            assert!(second[id][&t].is_subset(&ps[&t]), "{id} kept what it could");
+        }
+    }
+
+    #[test]
+    fn uniform_balances_members_with_different_subscriptions() {
+        let (t, u) = (Uuid::from_u128(7), Uuid::from_u128(8));
+        let topics = BTreeMap::from([("t".to_owned(), (t, 4)), ("u".to_owned(), (u, 2))]);
+        let members = BTreeMap::from([
+            ("a".to_owned(), spec(&["t"])),
+            ("b".to_owned(), spec(&["t", "u"])),
+            ("c".to_owned(), spec(&["t", "u"])),
+        ]);
+        let out = assign("uniform", &members, &topics);
+        assert_eq!(counts(&out), vec![2, 2, 2]);
+        assert!(!out["a"].contains_key(&u), "a is not subscribed to u");
     }
 
     #[test]

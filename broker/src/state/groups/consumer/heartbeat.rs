@@ -1,7 +1,7 @@
 //! ConsumerGroupHeartbeat against the groups, as Kafka 4.x's
 //! `GroupMetadataManager.consumerGroupHeartbeat` and `consumerGroupLeave`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
 
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use super::assignors::{self, MemberSpec};
 use super::{
-    reconcile, ConsumerGroup, ConsumerMember, MemberState, Partitions, ASSIGNORS,
-    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    next_epoch, reconcile, ConsumerGroup, ConsumerMember, MemberState, Partitions, TopicIndex,
+    ASSIGNORS, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::state::groups::{Group, GroupState, Groups};
 
@@ -119,16 +119,16 @@ impl HeartbeatRequest {
 }
 
 impl Groups {
-    /// A ConsumerGroupHeartbeat, validated already; `topics` maps every topic name to its id
-    /// and partition count.
+    /// A ConsumerGroupHeartbeat, validated already; `topics` gives each topic name's id and
+    /// partition count.
     ///
     /// # Errors
     /// GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
     /// UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, with Kafka's message.
     pub fn consumer_heartbeat(
         &mut self,
-        req: HeartbeatRequest,
-        topics: &BTreeMap<String, (Uuid, i32)>,
+        mut req: HeartbeatRequest,
+        topics: &impl TopicIndex,
         now: Instant,
     ) -> Result<HeartbeatAnswer, Refusal> {
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
@@ -180,41 +180,48 @@ impl Groups {
         } else {
             req.member_id.clone()
         };
-        let member = member_for(cg, &req, &member_id, create, now, config.session_timeout)?;
-        let is_new = !cg.members.contains_key(&member_id);
-        let mut updated = member.clone();
+        let fresh = member_for(cg, &req, &member_id, create, now, config.session_timeout)?;
+        let is_new = fresh.is_some();
+        if let Some(member) = fresh {
+            cg.members.insert(member_id.clone(), member);
+        }
+        // Updated in place: a member's subscription is never copied per heartbeat.
+        let member = cg.members.get_mut(&member_id).expect("ensured above");
         if req.instance_id.is_some() {
-            updated.instance_id = req.instance_id.clone();
+            member.instance_id = req.instance_id.clone();
         }
         if req.rack_id.is_some() {
-            updated.rack_id = req.rack_id.clone();
+            member.rack_id = req.rack_id.clone();
         }
         if req.rebalance_timeout_ms != -1 {
-            updated.rebalance_timeout =
+            member.rebalance_timeout =
                 std::time::Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64);
         }
+        let mut bump = is_new;
         if let Some(a) = &req.server_assignor {
-            updated.server_assignor = Some(a.clone());
+            bump |= member.server_assignor.as_ref() != Some(a);
+            member.server_assignor = Some(a.clone());
         }
-        if let Some(names) = &req.subscribed_topic_names {
-            let mut names = names.clone();
+        let sent_names = req.subscribed_topic_names.is_some();
+        if let Some(mut names) = req.subscribed_topic_names.take() {
             names.sort();
             names.dedup();
-            updated.subscribed_topic_names = names;
+            if names != member.subscribed_topic_names {
+                bump = true;
+                let old = std::mem::replace(&mut member.subscribed_topic_names, names);
+                cg.subscribed.remove_names(&old);
+                cg.subscribed.add_names(&member.subscribed_topic_names);
+            }
         }
-        updated.client_id = req.client_id.clone();
-        updated.client_host = req.client_host.clone();
-        let mut bump = is_new
-            || updated.subscribed_topic_names != member.subscribed_topic_names
-            || updated.server_assignor != member.server_assignor;
-        cg.members.insert(member_id.clone(), updated);
+        member.client_id = req.client_id.clone();
+        member.client_host = req.client_host.clone();
         let metadata = subscription_metadata(cg, topics);
         if metadata != cg.subscription_metadata {
             cg.subscription_metadata = metadata;
             bump = true;
         }
         if bump {
-            cg.group_epoch += 1;
+            cg.group_epoch = next_epoch(cg.group_epoch);
         }
         // Kafka 4.4's `canComputeNextTargetAssignment`: at most once per interval.
         let due = cg
@@ -226,7 +233,7 @@ impl Groups {
                 .iter()
                 .map(|(id, m)| {
                     let spec = MemberSpec {
-                        topics: m.subscribed_topic_names.iter().cloned().collect(),
+                        topics: std::borrow::Cow::Borrowed(&m.subscribed_topic_names),
                         previous: cg.target.get(id).cloned().unwrap_or_default(),
                     };
                     (id.clone(), spec)
@@ -236,20 +243,22 @@ impl Groups {
             cg.assignment_epoch = cg.group_epoch;
             cg.assigned_at = Some(now);
         }
-        let before = cg.members[&member_id].clone();
+        // The member is cloned for reconciliation without its subscription (put back below).
+        let member = cg.members.get_mut(&member_id).expect("ensured above");
+        let subscription = std::mem::take(&mut member.subscribed_topic_names);
+        let before = member.clone();
         let mut after = before.clone();
         if !before.is_reconciled_to(cg.assignment_epoch) {
             let target = cg.target.get(&member_id).cloned().unwrap_or_default();
+            // Indexed at the first partition asked about: a member whose target needs no
+            // partition of another (most heartbeats) pays nothing for it.
+            let owners = std::cell::OnceCell::new();
             let owner = |t: Uuid, p: i32| {
-                cg.members
-                    .iter()
-                    .filter(|(id, _)| **id != member_id)
-                    .find(|(_, m)| {
-                        [&m.assigned, &m.pending_revocation]
-                            .iter()
-                            .any(|a| a.get(&t).is_some_and(|ps| ps.contains_key(&p)))
-                    })
-                    .map_or(-1, |(_, m)| m.member_epoch)
+                owners
+                    .get_or_init(|| owner_epochs(cg, &member_id))
+                    .get(&(t, p))
+                    .copied()
+                    .unwrap_or(-1)
             };
             after = reconcile::next(
                 &before,
@@ -269,10 +278,11 @@ impl Groups {
                 after.rebalance_deadline = None;
             }
         }
+        after.subscribed_topic_names = subscription;
         after.session_deadline = now + config.session_timeout;
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
-                && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
+                && (sent_names || req.subscribed_topic_regex.is_some())
                 && req.owned.is_some());
         let changed = before.assigned_partitions() != after.assigned_partitions();
         let answer = HeartbeatAnswer {
@@ -346,6 +356,8 @@ fn unknown_member<T>(member_id: &str, group_id: &str) -> Result<T, Refusal> {
 /// The member a heartbeat is for, new or existing, as Kafka's
 /// `getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember`. A static member replacing one that
 /// left with -2 takes its place here (removed from the group, its target moved over).
+/// `Some` is a new member, not yet in the group; `None`: the member is in `cg.members` under
+/// `member_id` (nothing cloned, so a long subscription costs nothing here).
 fn member_for(
     cg: &mut ConsumerGroup,
     req: &HeartbeatRequest,
@@ -353,20 +365,22 @@ fn member_for(
     create: bool,
     now: Instant,
     session: std::time::Duration,
-) -> Result<ConsumerMember, Refusal> {
+) -> Result<Option<ConsumerMember>, Refusal> {
     let fresh = || ConsumerMember::new(now, session);
     let Some(instance) = &req.instance_id else {
-        let member = match cg.members.get(member_id) {
-            Some(m) => m.clone(),
-            None if create => fresh(),
-            None => return unknown_member(member_id, &req.group_id),
+        return match cg.members.get(member_id) {
+            Some(m) => check_epoch(m, req).map(|()| None),
+            None if create => {
+                let member = fresh();
+                check_epoch(&member, req)?;
+                Ok(Some(member))
+            }
+            None => unknown_member(member_id, &req.group_id),
         };
-        check_epoch(&member, req)?;
-        return Ok(member);
     };
     let existing = cg.static_member(instance).cloned();
     match existing {
-        None if create => Ok(cg.members.get(member_id).cloned().unwrap_or_else(fresh)),
+        None if create => Ok((!cg.members.contains_key(member_id)).then(fresh)),
         None => refuse(
             ResponseError::UnknownMemberId,
             format!("Instance id {instance} is unknown."),
@@ -387,8 +401,8 @@ fn member_for(
                 cg.target.insert(member_id.to_owned(), target);
             }
             // The replacement is not new to the group: it takes the old id's place.
-            cg.members.insert(member_id.to_owned(), member.clone());
-            Ok(member)
+            cg.members.insert(member_id.to_owned(), member);
+            Ok(None)
         }
         Some(old) => {
             if old != member_id {
@@ -399,9 +413,8 @@ fn member_for(
                     ),
                 );
             }
-            let member = cg.members[&old].clone();
-            check_epoch(&member, req)?;
-            Ok(member)
+            check_epoch(&cg.members[&old], req)?;
+            Ok(None)
         }
     }
 }
@@ -440,18 +453,47 @@ fn check_epoch(member: &ConsumerMember, req: &HeartbeatRequest) -> Result<(), Re
 }
 
 /// Subscribed topic name → (id, partitions), over every member's subscription, for the
-/// topics that exist (Kafka's `computeSubscriptionMetadata`).
+/// topics that exist (Kafka's `computeSubscriptionMetadata`). Reads the group's counted union
+/// of subscriptions against the cluster's topics, walking whichever is smaller: a member
+/// subscribing to a million names does not make each heartbeat walk them while few topics
+/// exist.
 fn subscription_metadata(
     cg: &ConsumerGroup,
-    topics: &BTreeMap<String, (Uuid, i32)>,
+    topics: &impl TopicIndex,
 ) -> BTreeMap<String, (Uuid, i32)> {
-    let names: BTreeSet<&String> = cg
-        .members
-        .values()
-        .flat_map(|m| m.subscribed_topic_names.iter())
-        .collect();
-    names
-        .into_iter()
-        .filter_map(|n| topics.get(n).map(|t| (n.clone(), *t)))
-        .collect()
+    let mut out = BTreeMap::new();
+    if topics.topic_count() < cg.subscribed.distinct() {
+        topics.each_topic(&mut |name, t| {
+            if cg.subscribed.contains(name) {
+                out.insert(name.to_owned(), t);
+            }
+        });
+    } else {
+        for name in cg.subscribed.names() {
+            if let Some(t) = topics.topic(name) {
+                out.insert(name.clone(), t);
+            }
+        }
+    }
+    out
+}
+
+/// The member epoch of each other member's owned partitions (assigned or pending
+/// revocation), the first member in id order for a partition two claim, as
+/// [`ConsumerGroup::current_partition_epoch`] answers it, indexed at most once per heartbeat.
+fn owner_epochs(cg: &ConsumerGroup, member_id: &str) -> HashMap<(Uuid, i32), i32> {
+    let mut out = HashMap::new();
+    for (id, m) in &cg.members {
+        if id == member_id {
+            continue;
+        }
+        for owned in [&m.assigned, &m.pending_revocation] {
+            for (t, ps) in owned {
+                for p in ps.keys() {
+                    out.entry((*t, *p)).or_insert(m.member_epoch);
+                }
+            }
+        }
+    }
+    out
 }

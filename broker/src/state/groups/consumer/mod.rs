@@ -23,6 +23,7 @@
 pub mod assignors;
 pub mod heartbeat;
 pub mod reconcile;
+pub mod subscriptions;
 #[cfg(test)]
 mod tests;
 
@@ -34,12 +35,20 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 pub use heartbeat::HeartbeatRequest;
+pub use subscriptions::{SubscribedNames, TopicIndex};
 
 /// Partitions by topic id.
 pub type Partitions = BTreeMap<Uuid, BTreeSet<i32>>;
 
 /// Partitions by topic id, each with the member epoch it was assigned at (KIP-1251).
 pub type EpochPartitions = BTreeMap<Uuid, BTreeMap<i32, i32>>;
+
+/// The group epoch after a bump. Kafka's epochs are int32 and its coordinator adds one
+/// unchecked; here the epoch stays at `i32::MAX` rather than wrap (or panic in a debug build)
+/// after 2^31 bumps, a limit no group reaches in practice.
+pub(crate) fn next_epoch(epoch: i32) -> i32 {
+    epoch.saturating_add(1)
+}
 
 /// The epoch of a member that left for good (`LEAVE_GROUP_MEMBER_EPOCH`).
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
@@ -209,6 +218,8 @@ pub struct ConsumerGroup {
     pub(crate) subscription_metadata: BTreeMap<String, (Uuid, i32)>,
     /// When the last target was computed.
     pub(crate) assigned_at: Option<Instant>,
+    /// The members' subscriptions, counted by name (kept by heartbeats and [`Self::fence`]).
+    pub(crate) subscribed: SubscribedNames,
 }
 
 impl Default for ConsumerGroup {
@@ -222,6 +233,7 @@ impl Default for ConsumerGroup {
             target: BTreeMap::new(),
             subscription_metadata: BTreeMap::new(),
             assigned_at: None,
+            subscribed: SubscribedNames::default(),
         }
     }
 }
@@ -286,9 +298,10 @@ impl ConsumerGroup {
 
     /// Removes a member and bumps the group epoch (Kafka's `consumerGroupFenceMember`).
     pub(crate) fn fence(&mut self, member_id: &str) {
-        if self.members.remove(member_id).is_some() {
+        if let Some(member) = self.members.remove(member_id) {
+            self.subscribed.remove_names(&member.subscribed_topic_names);
             self.target.remove(member_id);
-            self.group_epoch += 1;
+            self.group_epoch = next_epoch(self.group_epoch);
         }
     }
 

@@ -160,3 +160,42 @@ fn a_coordinator_move_keeps_the_group_and_restarts_sessions() {
     assert_eq!(answer.member_epoch, a.member_epoch);
     assert_eq!(owned(&g, "a"), BTreeSet::from([0, 1, 2, 3]));
 }
+
+#[test]
+fn a_topic_only_a_member_that_left_subscribed_to_does_not_bump_the_group_epoch() {
+    let (mut g, t0) = (groups(), Instant::now());
+    let epoch = |g: &Groups| g.get("g").unwrap().consumer.as_ref().unwrap().group_epoch;
+    let mut a = join("a");
+    a.subscribed_topic_names = Some(vec!["x".to_owned(), "t".to_owned(), "x".to_owned()]);
+    g.consumer_heartbeat(a, &topics(), t0).unwrap();
+    let b = g.consumer_heartbeat(join("b"), &topics(), t0).unwrap();
+    let with_x = |n: i32| {
+        let mut t = topics();
+        t.insert("x".to_owned(), (Uuid::from_u128(8), n));
+        t
+    };
+    // `x` appears: a subscribes to it, so the group epoch moves on.
+    let before = epoch(&g);
+    let b = g
+        .consumer_heartbeat(beat("b", b.member_epoch, None), &with_x(1), t0)
+        .unwrap();
+    assert_eq!(epoch(&g), before + 1, "x created, a subscribed");
+    // a leaves; `x` grows: nobody subscribes to it now, so only the leave bumped the epoch.
+    let leave = HeartbeatRequest {
+        member_epoch: -1,
+        ..beat("a", 0, None)
+    };
+    g.consumer_heartbeat(leave, &with_x(1), t0).unwrap();
+    assert_eq!(epoch(&g), before + 2, "a's leave");
+    // b's next heartbeat drops `x` from the group's subscription metadata (kmock does it at
+    // the heartbeat after a leave, not at the leave as Kafka does); then `x` grows: nobody
+    // subscribes to it now, so the group epoch stays.
+    let b = g
+        .consumer_heartbeat(beat("b", b.member_epoch, None), &with_x(1), t0)
+        .unwrap();
+    let settled = epoch(&g);
+    let b = g
+        .consumer_heartbeat(beat("b", b.member_epoch, None), &with_x(2), t0)
+        .unwrap();
+    assert_eq!((epoch(&g), b.member_epoch > 0), (settled, true));
+}
