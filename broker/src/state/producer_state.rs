@@ -11,7 +11,9 @@
 //!    OUT_OF_ORDER_SEQUENCE_NUMBER (45);
 //! 5. within an epoch the base sequence must be last + 1, wrapping from 2^31−1 to 0, else 45;
 //! 6. with no state for the producer any sequence is accepted (Kafka 2.5+, KIP-360); emulating
-//!    Kafka before 2.5, a non-zero sequence without state is UNKNOWN_PRODUCER_ID (59);
+//!    Kafka before 2.5, a non-zero sequence without state is UNKNOWN_PRODUCER_ID (59), and a
+//!    transaction version 2 transactional batch (Produce v12+) without state must start at 0,
+//!    else 45, as Kafka 4.4.0 answers ([`WithoutState`]);
 //! 7. a producer whose epoch began with a transaction marker (a transaction version 2 EndTxn,
 //!    or a fence, bumped it) and has no batch since must start at sequence 0, else 45.
 //!
@@ -76,6 +78,19 @@ pub struct ActiveProducer {
     pub coordinator_epoch: i32,
 }
 
+/// What the first batch of a producer without state on a partition may start at (rule 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WithoutState {
+    /// Any sequence (Kafka 2.5+, KIP-360).
+    AnySequence,
+    /// Sequence 0, else UNKNOWN_PRODUCER_ID (Kafka before 2.5).
+    ZeroOrUnknownProducerId,
+    /// Sequence 0, else OUT_OF_ORDER_SEQUENCE_NUMBER: a transactional batch under transaction
+    /// version 2 (Produce v12+), which begins a transaction at an epoch its EndTxn bumped
+    /// (Kafka 4.4.0; `fixtures/conformance/txn_v2_sequences_after_the_epoch_bump.txt`).
+    ZeroOrOutOfOrder,
+}
+
 /// What to do with a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -121,7 +136,7 @@ fn in_sequence(last: i32, next: i32) -> bool {
 impl ProducerStates {
     /// Judges a batch. `unknown_producer_id_rule` is the pre-2.5 behaviour: a non-zero first
     /// sequence from a producer without state is UNKNOWN_PRODUCER_ID.
-    pub fn check(&self, batch: &BatchInfo, unknown_producer_id_rule: bool) -> Verdict {
+    pub fn check(&self, batch: &BatchInfo, without_state: WithoutState) -> Verdict {
         let (pid, epoch, first) = (batch.producer_id, batch.producer_epoch, batch.base_sequence);
         if pid < 0 {
             return Verdict::Append;
@@ -135,13 +150,18 @@ impl ProducerStates {
         }
         let last = last_sequence(first, batch.record_count);
         let Some(entry) = self.producers.get(&pid) else {
-            if unknown_producer_id_rule && first != 0 {
-                return reject(
+            return match without_state {
+                WithoutState::AnySequence => Verdict::Append,
+                _ if first == 0 => Verdict::Append,
+                WithoutState::ZeroOrUnknownProducerId => reject(
                     ResponseError::UnknownProducerId,
                     format!("producer {pid} epoch {epoch} has no state here and its first sequence is {first}, not 0 (Kafka before 2.5)"),
-                );
-            }
-            return Verdict::Append;
+                ),
+                WithoutState::ZeroOrOutOfOrder => reject(
+                    ResponseError::OutOfOrderSequenceNumber,
+                    format!("producer {pid} epoch {epoch}: a version-2 transaction's first batch here must start at sequence 0, got {first}"),
+                ),
+            };
         };
         if epoch == entry.epoch {
             if let Some(original) = entry
@@ -222,11 +242,6 @@ impl ProducerStates {
         entry.last_timestamp = timestamp;
     }
 
-    /// Whether producer `producer_id` has state on the partition (a batch or a marker).
-    pub fn knows(&self, producer_id: i64) -> bool {
-        self.producers.contains_key(&producer_id)
-    }
-
     /// Every producer with state on the partition, by producer id.
     pub fn active(&self) -> Vec<ActiveProducer> {
         let mut all: Vec<ActiveProducer> = self
@@ -293,7 +308,7 @@ mod tests {
         batches
             .iter()
             .map(|b| {
-                let verdict = states.check(b, false);
+                let verdict = states.check(b, WithoutState::AnySequence);
                 if verdict == Verdict::Append {
                     states.record(b, offset, -1);
                     offset += i64::from(b.record_count);
@@ -325,14 +340,14 @@ mod tests {
         let mut s = ProducerStates::default();
         feed(&mut s, &[batch(7, 0, 0, 3), batch(7, 0, 3, 2)]);
         assert_eq!(
-            s.check(&batch(7, 0, 0, 3), false),
+            s.check(&batch(7, 0, 0, 3), WithoutState::AnySequence),
             Verdict::Duplicate {
                 base_offset: 0,
                 log_append_time_ms: -1
             }
         );
         assert_eq!(
-            s.check(&batch(7, 0, 3, 2), false),
+            s.check(&batch(7, 0, 3, 2), WithoutState::AnySequence),
             Verdict::Duplicate {
                 base_offset: 3,
                 log_append_time_ms: -1
@@ -345,7 +360,7 @@ mod tests {
         let mut s = ProducerStates::default();
         feed(&mut s, &[batch(7, 0, 0, 3)]);
         assert_eq!(
-            error(&s.check(&batch(7, 0, 1, 3), false)),
+            error(&s.check(&batch(7, 0, 1, 3), WithoutState::AnySequence)),
             Some(ResponseError::OutOfOrderSequenceNumber)
         );
     }
@@ -354,7 +369,7 @@ mod tests {
     fn a_gap_in_sequence_is_out_of_order() {
         let mut s = ProducerStates::default();
         feed(&mut s, &[batch(7, 0, 0, 3)]);
-        let v = s.check(&batch(7, 0, 4, 1), false);
+        let v = s.check(&batch(7, 0, 4, 1), WithoutState::AnySequence);
         assert_eq!(error(&v), Some(ResponseError::OutOfOrderSequenceNumber));
         let Verdict::Reject { reason, .. } = v else {
             unreachable!()
@@ -367,7 +382,7 @@ mod tests {
         let mut s = ProducerStates::default();
         feed(&mut s, &[batch(7, 2, 0, 1)]);
         assert_eq!(
-            error(&s.check(&batch(7, 1, 1, 1), false)),
+            error(&s.check(&batch(7, 1, 1, 1), WithoutState::AnySequence)),
             Some(ResponseError::InvalidProducerEpoch)
         );
     }
@@ -377,7 +392,7 @@ mod tests {
         let mut s = ProducerStates::default();
         feed(&mut s, &[batch(7, 2, 0, 1)]);
         assert!(matches!(
-            s.check(&batch(7, 2, 0, 1), false),
+            s.check(&batch(7, 2, 0, 1), WithoutState::AnySequence),
             Verdict::Duplicate { .. }
         ));
     }
@@ -387,10 +402,13 @@ mod tests {
         let mut s = ProducerStates::default();
         feed(&mut s, &[batch(7, 0, 0, 5)]);
         assert_eq!(
-            error(&s.check(&batch(7, 1, 5, 1), false)),
+            error(&s.check(&batch(7, 1, 5, 1), WithoutState::AnySequence)),
             Some(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert_eq!(s.check(&batch(7, 1, 0, 1), false), Verdict::Append);
+        assert_eq!(
+            s.check(&batch(7, 1, 0, 1), WithoutState::AnySequence),
+            Verdict::Append
+        );
     }
 
     #[test]
@@ -399,12 +417,12 @@ mod tests {
         feed(&mut s, &[batch(7, 0, 0, 1), batch(7, 1, 0, 1)]);
         // Epoch 0's batch is forgotten: replaying it is now an older epoch, not a duplicate.
         assert_eq!(
-            error(&s.check(&batch(7, 0, 0, 1), false)),
+            error(&s.check(&batch(7, 0, 0, 1), WithoutState::AnySequence)),
             Some(ResponseError::InvalidProducerEpoch)
         );
         // Epoch 1's own batch is still a duplicate.
         assert!(matches!(
-            s.check(&batch(7, 1, 0, 1), false),
+            s.check(&batch(7, 1, 0, 1), WithoutState::AnySequence),
             Verdict::Duplicate { .. }
         ));
     }
@@ -416,13 +434,13 @@ mod tests {
         feed(&mut s, &batches);
         assert!(
             matches!(
-                s.check(&batch(7, 0, 1, 1), false),
+                s.check(&batch(7, 0, 1, 1), WithoutState::AnySequence),
                 Verdict::Duplicate { .. }
             ),
             "second batch is kept"
         );
         assert_eq!(
-            error(&s.check(&batch(7, 0, 0, 1), false)),
+            error(&s.check(&batch(7, 0, 0, 1), WithoutState::AnySequence)),
             Some(ResponseError::OutOfOrderSequenceNumber),
             "the first batch was evicted by the sixth, so its retry is out of order"
         );
@@ -448,7 +466,7 @@ mod tests {
         let v = feed(&mut s, &[batch(8, 0, i32::MAX - 1, 4), batch(8, 0, 2, 1)]);
         assert!(v.iter().all(|v| *v == Verdict::Append), "{v:?}");
         assert!(matches!(
-            s.check(&batch(8, 0, i32::MAX - 1, 4), false),
+            s.check(&batch(8, 0, i32::MAX - 1, 4), WithoutState::AnySequence),
             Verdict::Duplicate { .. }
         ));
     }
@@ -456,24 +474,44 @@ mod tests {
     #[test]
     fn without_state_any_sequence_is_accepted_from_kafka_2_5() {
         let s = ProducerStates::default();
-        assert_eq!(s.check(&batch(7, 3, 42, 1), false), Verdict::Append);
+        assert_eq!(
+            s.check(&batch(7, 3, 42, 1), WithoutState::AnySequence),
+            Verdict::Append
+        );
+    }
+
+    #[test]
+    fn a_version_2_transactional_batch_without_state_must_start_at_zero() {
+        let mut s = ProducerStates::default();
+        let rule = WithoutState::ZeroOrOutOfOrder;
+        assert_eq!(
+            error(&s.check(&batch(7, 2, 5, 1), rule)),
+            Some(ResponseError::OutOfOrderSequenceNumber)
+        );
+        assert_eq!(s.check(&batch(7, 2, 0, 1), rule), Verdict::Append);
+        // With state, the usual rules: the next batch goes on from the last sequence.
+        s.record(&batch(7, 2, 0, 1), 0, -1);
+        assert_eq!(s.check(&batch(7, 2, 1, 1), rule), Verdict::Append);
     }
 
     #[test]
     fn before_kafka_2_5_a_non_zero_sequence_without_state_is_unknown_producer_id() {
         let s = ProducerStates::default();
         assert_eq!(
-            error(&s.check(&batch(7, 0, 42, 1), true)),
+            error(&s.check(&batch(7, 0, 42, 1), WithoutState::ZeroOrUnknownProducerId)),
             Some(ResponseError::UnknownProducerId)
         );
-        assert_eq!(s.check(&batch(7, 0, 0, 1), true), Verdict::Append);
+        assert_eq!(
+            s.check(&batch(7, 0, 0, 1), WithoutState::ZeroOrUnknownProducerId),
+            Verdict::Append
+        );
     }
 
     #[test]
     fn a_negative_base_sequence_is_an_invalid_record() {
         let s = ProducerStates::default();
         assert_eq!(
-            error(&s.check(&batch(7, 0, -5, 1), false)),
+            error(&s.check(&batch(7, 0, -5, 1), WithoutState::AnySequence)),
             Some(ResponseError::InvalidRecord)
         );
     }
@@ -481,7 +519,10 @@ mod tests {
     #[test]
     fn batches_without_producer_id_are_not_checked() {
         let s = ProducerStates::default();
-        assert_eq!(s.check(&batch(-1, -1, -1, 1), false), Verdict::Append);
+        assert_eq!(
+            s.check(&batch(-1, -1, -1, 1), WithoutState::AnySequence),
+            Verdict::Append
+        );
     }
 
     #[test]
@@ -490,9 +531,12 @@ mod tests {
         feed(&mut s, &[batch(7, 0, 0, 2)]);
         s.record_marker(7, 1, 0, 0);
         assert_eq!(
-            error(&s.check(&batch(7, 1, 5, 1), false)),
+            error(&s.check(&batch(7, 1, 5, 1), WithoutState::AnySequence)),
             Some(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert_eq!(s.check(&batch(7, 1, 0, 1), false), Verdict::Append);
+        assert_eq!(
+            s.check(&batch(7, 1, 0, 1), WithoutState::AnySequence),
+            Verdict::Append
+        );
     }
 }

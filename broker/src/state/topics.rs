@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::batch::ValidBatch;
 use super::log::{Appended, PartitionLog};
-use super::producer_state::{ProducerStates, Verdict};
+use super::producer_state::{ProducerStates, Verdict, WithoutState};
 
 /// Topic configs kmock knows, with Kafka's defaults. Creating a topic with any other config name
 /// is refused with INVALID_CONFIG, as Kafka refuses unknown topic configs.
@@ -71,10 +71,10 @@ impl Partition {
         &mut self,
         batch: ValidBatch,
         log_append_time_ms: Option<i64>,
-        unknown_producer_id_rule: bool,
+        without_state: WithoutState,
     ) -> Result<Appended, (ResponseError, String)> {
         let info = batch.info;
-        match self.producers.check(&info, unknown_producer_id_rule) {
+        match self.producers.check(&info, without_state) {
             Verdict::Append => {
                 let appended = self
                     .log

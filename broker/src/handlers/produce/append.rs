@@ -7,6 +7,7 @@ use kafka_protocol::ResponseError;
 use super::super::Ctx;
 use crate::cluster::KafkaVersion;
 use crate::state::batch;
+use crate::state::producer_state::WithoutState;
 use crate::state::topics::{Partition, Topic};
 use crate::state::txn::TxnMetadata;
 
@@ -43,7 +44,6 @@ pub(super) fn append(
         key_required: topic.compacted(),
     };
     let min_insync_replicas = topic.min_insync_replicas();
-    let unknown_producer_id_rule = ctx.shared.config.kafka_version < KafkaVersion::V2_5;
     let topic_name = topic.name.clone();
     let Some(partition) = topic.partition_mut(index) else {
         return Err((ResponseError::UnknownTopicOrPartition, None));
@@ -79,23 +79,6 @@ pub(super) fn append(
         ));
     }
     verify_transaction(request, &topic_name, index, partition, &valid.info)?;
-    // Transaction version 2: a transactional batch of a producer without state here begins a
-    // transaction at an epoch its EndTxn bumped, so its sequences begin at 0 (Kafka 4.4.0
-    // refuses another first sequence; fixtures/conformance/txn_v2_sequences_after_the_epoch_bump.txt).
-    let info = &valid.info;
-    if request.adds_partitions
-        && info.transactional
-        && info.base_sequence != 0
-        && !partition.producers.knows(info.producer_id)
-    {
-        return Err((
-            ResponseError::OutOfOrderSequenceNumber,
-            Some(format!(
-                "producer {} epoch {}: a version-2 transaction's first batch here must start at sequence 0, got {}",
-                info.producer_id, info.producer_epoch, info.base_sequence
-            )),
-        ));
-    }
     // `LogValidator.validateTimestamp`: CreateTime records within the topic's bounds of the
     // broker's clock.
     if let (None, Some((lowest, highest))) = (log_append_time, valid.record_timestamps) {
@@ -112,8 +95,16 @@ pub(super) fn append(
             ));
         }
     }
+    // Rule 6 of `producer_state`: what a producer without state here may start at.
+    let without_state = if request.adds_partitions && valid.info.transactional {
+        WithoutState::ZeroOrOutOfOrder
+    } else if ctx.shared.config.kafka_version < KafkaVersion::V2_5 {
+        WithoutState::ZeroOrUnknownProducerId
+    } else {
+        WithoutState::AnySequence
+    };
     let appended = partition
-        .append(valid, log_append_time, unknown_producer_id_rule)
+        .append(valid, log_append_time, without_state)
         .map_err(|(error, reason)| (error, Some(reason)))?;
     Ok(PartitionProduceResponse::default()
         .with_index(index)
