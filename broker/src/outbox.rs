@@ -6,6 +6,8 @@
 //! the time of that hand-over as the response's `at_us`, as when every answer was written at
 //! once: a request that arrives after an answer was buffered but before it was sent is still
 //! one the client sent while that answer was pending (`inflight-exceeded` counts on it).
+//! From the write until the completion, the answers are a hand-over in progress, which readers
+//! of the journal wait for (`Journal::settled`): the client may hold them already.
 
 use kafka_protocol::messages::ResponseKind;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -76,6 +78,7 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
         }
         self.unsent.push(Unsent { seq, body, digests });
         if size > BUFFER_BYTES {
+            let _handing = self.journal.records().then(|| self.journal.hand_over());
             let sending_us = self.journal.now_us();
             write_frame(&mut self.writer, frame).await?;
             self.sent(sending_us);
@@ -92,6 +95,8 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
     /// # Errors
     /// The socket's error (see [`Self::write`]).
     pub async fn send(&mut self) -> std::io::Result<()> {
+        let _handing =
+            (self.journal.records() && !self.unsent.is_empty()).then(|| self.journal.hand_over());
         let sending_us = self.journal.now_us();
         if !self.buffer.is_empty() {
             self.writer.write_all(&self.buffer).await?;

@@ -284,6 +284,15 @@ impl Cluster {
         report
     }
 
+    /// Waits (at most half a second) until every answer whose write to its socket had begun
+    /// has its journal entry complete. An entry is completed just after its answer is written,
+    /// so a client can hold an answer whose entry still says it waits for one; await this
+    /// before [`Self::check`] or [`Self::journal`] when the test's last step was a client
+    /// reading an answer. The control API's `/check` and `/journal` do.
+    pub async fn settled(&self) {
+        self.inner.shared.journal.settled().await;
+    }
+
     /// A copy of the journal now: every request received, in arrival order.
     pub fn journal(&self) -> JournalSnapshot {
         self.inner.shared.journal.snapshot()

@@ -58,5 +58,6 @@ pub(crate) async fn run(
     if let Some(window) = request.stuck_for {
         checks = checks.stuck_for(window);
     }
+    control.cluster.settled().await;
     Ok(Json(control.cluster.check(&checks)))
 }

@@ -70,6 +70,7 @@ pub(crate) async fn list(
     query: Result<Query<Filter>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let filter = Filter::read(query)?;
+    control.cluster.settled().await;
     let cursor = control.cluster.journal_store().cursor();
     let feed = Feed::new(control, filter, cursor, false);
     Ok(json_lines(feed))

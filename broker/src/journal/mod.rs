@@ -20,6 +20,7 @@
 //! entries of their own, numbered in the same order, with [`Entry::operation`] set and no API.
 
 mod consumer_summary;
+mod hand_over;
 mod request;
 mod response;
 mod size;

@@ -17,6 +17,7 @@ use tokio::sync::futures::Notified;
 use tokio::sync::{broadcast, Notify};
 use tokio::time::Instant;
 
+use super::hand_over::{HandOver, HandOvers};
 use super::{size, write_line, ClusterOperation, Entry, JournalError, JournalSnapshot};
 
 /// Where a cluster operation's entry comes from: no broker, no connection, no peer.
@@ -63,6 +64,8 @@ pub(crate) struct Journal {
     /// Every entry as it completes, to whoever subscribed ([`Journal::subscribe`]).
     /// Shared, so the channel's slots stay small: it allocates all of them up front.
     completed: broadcast::Sender<Arc<Entry>>,
+    /// Answers being written to their sockets, whose entries are not complete yet.
+    hand_overs: HandOvers,
 }
 
 /// One entry in memory.
@@ -148,6 +151,7 @@ impl Journal {
             sink: sink.map(Mutex::new),
             appended: Notify::new(),
             completed: broadcast::channel(SUBSCRIBER_BACKLOG).0,
+            hand_overs: HandOvers::default(),
         }
     }
 
@@ -164,6 +168,19 @@ impl Journal {
         state.next_seq += 1;
         state.evicted += 1;
         seq
+    }
+
+    /// Starts handing answers to a socket; their entries are to be completed before the
+    /// returned guard is dropped ([`Self::settled`] waits for it).
+    pub fn hand_over(&self) -> HandOver<'_> {
+        self.hand_overs.begin()
+    }
+
+    /// Waits (at most half a second) until the entries of every answer whose write to its
+    /// socket had begun are complete: what a reader needs before it looks at the answers a
+    /// client may already hold.
+    pub async fn settled(&self) {
+        self.hand_overs.settled().await;
     }
 
     /// µs since the cluster started.

@@ -1,0 +1,113 @@
+//! Answers being handed to their sockets ([`HandOvers`]), so that a reader of the journal can
+//! wait for the entries of answers a client may already hold.
+//!
+//! An answer's entry is completed just after its bytes are handed to the socket (see
+//! `outbox.rs`: the completion time is then the time of the hand-over). Between the write and
+//! the completion, the client can read the answer and ask the control API for `/check` or
+//! `/journal`: the entry would still say it is waiting for its answer. A reader that awaits
+//! [`HandOvers::settled`] first sees every answer whose write had begun when it asked.
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// Longest a reader waits for hand-overs begun before it asked: a write that takes longer is
+/// one the client has not read whole (it is not reading), so its entry may well say unanswered.
+pub(crate) const SETTLE_AT_MOST: Duration = Duration::from_millis(500);
+
+/// The hand-overs in progress, by ticket (tickets are given in increasing order).
+#[derive(Debug, Default)]
+pub(crate) struct HandOvers {
+    state: Mutex<Tickets>,
+    ended: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Tickets {
+    next: u64,
+    in_progress: BTreeSet<u64>,
+}
+
+/// One hand-over in progress: ends when dropped (after the entries are completed, or when the
+/// write failed).
+#[derive(Debug)]
+pub(crate) struct HandOver<'a> {
+    hand_overs: &'a HandOvers,
+    ticket: u64,
+}
+
+impl HandOvers {
+    fn tickets(&self) -> MutexGuard<'_, Tickets> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a hand-over; it lasts until the returned guard is dropped.
+    pub fn begin(&self) -> HandOver<'_> {
+        let mut tickets = self.tickets();
+        let ticket = tickets.next;
+        tickets.next += 1;
+        tickets.in_progress.insert(ticket);
+        HandOver {
+            hand_overs: self,
+            ticket,
+        }
+    }
+
+    /// Waits until every hand-over begun before the call has ended, or [`SETTLE_AT_MOST`].
+    pub async fn settled(&self) {
+        let horizon = self.tickets().next;
+        let _ = tokio::time::timeout(SETTLE_AT_MOST, async {
+            loop {
+                let ended = self.ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                let oldest = self.tickets().in_progress.first().copied();
+                match oldest {
+                    Some(oldest) if oldest < horizon => ended.await,
+                    _ => return,
+                }
+            }
+        })
+        .await;
+    }
+}
+
+impl Drop for HandOver<'_> {
+    fn drop(&mut self) {
+        self.hand_overs.tickets().in_progress.remove(&self.ticket);
+        self.hand_overs.ended.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn settled_waits_for_hand_overs_begun_before_it_and_no_others() {
+        let hand_overs = std::sync::Arc::new(HandOvers::default());
+        let first = hand_overs.begin();
+        let waiting = tokio::spawn({
+            let hand_overs = hand_overs.clone();
+            async move { hand_overs.settled().await }
+        });
+        tokio::task::yield_now().await;
+        // Begun after the reader asked: not waited for.
+        let later = hand_overs.begin();
+        assert!(!waiting.is_finished());
+        drop(first);
+        waiting.await.unwrap();
+        drop(later);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn settled_gives_up_on_a_hand_over_that_does_not_end() {
+        let hand_overs = HandOvers::default();
+        let _stuck = hand_overs.begin();
+        let started = tokio::time::Instant::now();
+        hand_overs.settled().await;
+        assert_eq!(started.elapsed(), SETTLE_AT_MOST);
+    }
+}
