@@ -2,8 +2,8 @@
 //! Java or JavaScript test") and the client tests written with them, run by their own test runners against the
 //! `kmock` binary this workspace builds, so that `cargo test --workspace` runs every test:
 //!
-//! - Python: kmock-pytest's own tests (`fixtures/helpers/python/tests`), then kafka-python and
-//!   confluent-kafka 2.x with it (`fixtures/clients/python/pytest`), in the Python 3.11
+//! - Python: kmock-pytest's own tests (`fixtures/helpers/python/tests`), then kafka-python,
+//!   confluent-kafka 2.x and aiokafka with it (`fixtures/clients/python/pytest`), in the Python 3.11
 //!   virtualenv `fixtures/clients/python/pytest/venv.sh` makes from hash-pinned wheels;
 //! - Go: kmocktest's own tests (`fixtures/helpers/go/kmocktest`), then franz-go and
 //!   segmentio/kafka-go with it (`fixtures/clients/go/kmocktest-clients`), modules from the Go
