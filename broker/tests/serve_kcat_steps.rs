@@ -1,8 +1,8 @@
 //! kcat (librdkafka's command-line client, Debian's package) against `kmock serve`, the steps
 //! issue 19 asks of every client: metadata as JSON (`-L -J`), 10,000 keyed messages produced
 //! with acks=all and consumed back in per-partition order, and a `-G` group consumer that
-//! resumes from what the one before it committed (exactly the new messages, none re-delivered);
-//! and the journal's checks clean. kcat has no admin calls and joins a group one process at a
+//! resumes from what the one before it committed (exactly the new messages, none re-delivered),
+//! a transactional produce read back by a read_committed reader; and the journal's checks clean. kcat has no admin calls and joins a group one process at a
 //! time with `-e`, so the two-member group is left to the library clients.
 
 mod common;
@@ -85,7 +85,8 @@ fn lines(pairs: &[(String, usize)]) -> String {
 }
 
 #[test]
-fn kcat_lists_metadata_produces_ten_thousand_keyed_messages_in_order_and_resumes_a_group() {
+fn kcat_lists_metadata_keeps_ten_thousand_keyed_messages_in_order_resumes_a_group_and_commits_a_transaction(
+) {
     let journal = JournalFile::new("kcat-steps");
     let mut server = Server::start(&[
         "--port",
@@ -96,6 +97,8 @@ fn kcat_lists_metadata_produces_ten_thousand_keyed_messages_in_order_and_resumes
         "orders:6",
         "--topic",
         "grouped:4",
+        "--topic",
+        "txn:3",
         "--journal",
         journal.path(),
     ]);
@@ -127,9 +130,9 @@ fn kcat_lists_metadata_produces_ten_thousand_keyed_messages_in_order_and_resumes
         .collect();
     assert_eq!(
         topics.keys().copied().collect::<Vec<_>>(),
-        ["grouped", "orders"]
+        ["grouped", "orders", "txn"]
     );
-    for (topic, count) in [("orders", 6), ("grouped", 4)] {
+    for (topic, count) in [("orders", 6), ("grouped", 4), ("txn", 3)] {
         let partitions = topics[topic].as_array().unwrap();
         assert_eq!(partitions.len(), count, "{topic}: {meta}");
         for p in partitions {
@@ -173,6 +176,22 @@ fn kcat_lists_metadata_produces_ten_thousand_keyed_messages_in_order_and_resumes
     let got_second = read(&[&group[..], &["-X", "auto.offset.reset=earliest"]].concat());
     assert_in_order(&got_second, &second, &ends);
 
+    // A transactional producer (kcat sends all its input in one transaction and commits it),
+    // read back by a read_committed reader: the records, with offsets skipping each
+    // partition's commit marker.
+    let txn = keyed(300, 0);
+    let args = ["-P", "-t", "txn", "-K:", "-X", "transactional.id=kcat-txn"];
+    kcat(&args, &lines(&txn));
+    let committed = ["-X", "isolation.level=read_committed"];
+    let got_txn = read(
+        &[
+            &["-C", "-t", "txn", "-e", "-q", "-o", "beginning"][..],
+            &committed,
+        ]
+        .concat(),
+    );
+    assert_in_order(&got_txn, &txn, &BTreeMap::new());
+
     server.stop();
     let entries = journal.read();
     let of = |api: &str| -> Vec<&Entry> { entries.iter().filter(|e| e.is(api)).collect() };
@@ -195,6 +214,13 @@ fn kcat_lists_metadata_produces_ten_thousand_keyed_messages_in_order_and_resumes
     assert!(commits
         .iter()
         .all(|c| c["response"]["error_codes"] == serde_json::json!([])));
+    let ends: Vec<serde_json::Value> = of("EndTxn")
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["request"]["end_txn"]["committed"], true, "{ends:?}");
+    assert_eq!(ends[0]["response"]["error_codes"], serde_json::json!([]));
     let report = kmock::check::run(&entries, &Checks::default());
     assert!(report.is_clean(), "{report}");
 }
