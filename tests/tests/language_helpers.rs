@@ -2,8 +2,8 @@
 //! Java or JavaScript test") and the client tests written with them, run by their own test runners against the
 //! `kmock` binary this workspace builds, so that `cargo test --workspace` runs every test:
 //!
-//! - Python: kmock-pytest's own tests (`fixtures/helpers/python/tests`), then kafka-python and
-//!   confluent-kafka 2.x with it (`fixtures/clients/python/pytest`), in the Python 3.11
+//! - Python: kmock-pytest's own tests (`fixtures/helpers/python/tests`), then kafka-python,
+//!   confluent-kafka 2.x and aiokafka with it (`fixtures/clients/python/pytest`), in the Python 3.11
 //!   virtualenv `fixtures/clients/python/pytest/venv.sh` makes from hash-pinned wheels;
 //! - Go: kmocktest's own tests (`fixtures/helpers/go/kmocktest`), then franz-go and
 //!   segmentio/kafka-go with it (`fixtures/clients/go/kmocktest-clients`), modules from the Go
@@ -13,7 +13,9 @@
 //!   (`mvn -o`: `.ci/run` fetched its artifacts online once);
 //! - JavaScript: kmock-test's own tests (`fixtures/helpers/node`, `node --test`), then kafkajs
 //!   2.2.4 with it (`fixtures/clients/node/kmock-test-clients`, installed from its
-//!   package-lock.json by `npm ci` when absent).
+//!   package-lock.json by `npm ci` when absent), and @confluentinc/kafka-javascript 1.10.1
+//!   (`fixtures/clients/node/confluent-kafka-javascript`, installed and its librdkafka built by
+//!   its `install.sh` when absent: minutes; `.ci/run` does it first).
 //!
 //! Each runner's whole output is printed (`--nocapture` shows it; a failure always does), and
 //! a runner that fails fails the test. The runners bound their own tests (pytest's helper
@@ -119,5 +121,16 @@ fn the_javascript_helper_and_the_javascript_client_written_with_it_pass() {
         &clients,
         node,
         &["--test", "kafkajs.test.js", "violation.test.js"],
+    );
+}
+
+#[test]
+fn the_confluent_javascript_client_written_with_the_javascript_helper_passes() {
+    let dir = fixture("clients/node/confluent-kafka-javascript");
+    run_runner(&dir, &dir.join("install.sh"), &[]);
+    run_runner(
+        &dir,
+        Path::new("node"),
+        &["--test", "confluent.test.js", "rdkafka.test.js"],
     );
 }

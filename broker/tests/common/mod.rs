@@ -203,8 +203,18 @@ pub fn kcat(args: &[&str], stdin: &str) -> String {
 /// As [`kcat`], with `context()` (say, the journal's view of the traffic) added to the failure
 /// message.
 pub fn kcat_with(args: &[&str], stdin: &str, context: impl FnOnce() -> String) -> String {
+    kcat_within(30, args, stdin, context)
+}
+
+/// As [`kcat_with`], under `timeout SECONDS` (a hang guard) instead of 30 s.
+pub fn kcat_within(
+    seconds: u32,
+    args: &[&str],
+    stdin: &str,
+    context: impl FnOnce() -> String,
+) -> String {
     let mut child = Command::new("timeout")
-        .args(["30", KCAT])
+        .args([&seconds.to_string(), KCAT])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
