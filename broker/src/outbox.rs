@@ -151,3 +151,63 @@ pub(crate) fn add_digests(entry: &mut Entry, digests: Digests) {
         summary::add_digests(request, digests);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, SocketAddr};
+    use std::sync::Arc;
+
+    use kafka_protocol::messages::ResponseKind;
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+    use crate::journal::Arrival;
+
+    /// An answer larger than the pipe to its client is a hand-over until the client reads it:
+    /// a reader of the journal waits for it, and then finds its entry answered.
+    #[tokio::test]
+    async fn a_reader_waits_for_an_answer_being_written_and_sees_it_answered() {
+        let journal = Arc::new(Journal::new(100, 1 << 20, None));
+        let from = Arrival {
+            broker: 1,
+            conn: 1,
+            peer: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
+        };
+        let seq = journal.append(&from, |_| {});
+        let (writer, mut client) = tokio::io::duplex(1024);
+        let answer = vec![7u8; BUFFER_BYTES + 1];
+        let writing = tokio::spawn({
+            let journal = journal.clone();
+            async move {
+                let mut outbox = Outbox::new(writer, &journal);
+                let body = Box::new(ResponseKind::ApiVersions(Default::default()));
+                outbox.write(seq, &answer, body, Vec::new()).await
+            }
+        });
+        // The write has begun once the client can read its first bytes; it cannot end before
+        // the client reads the rest.
+        let mut first = [0u8; 4];
+        client.read_exact(&mut first).await.unwrap();
+        let reading = tokio::spawn({
+            let journal = journal.clone();
+            async move {
+                journal.settled().await;
+                journal.snapshot()
+            }
+        });
+        tokio::task::yield_now().await;
+        assert!(
+            !reading.is_finished(),
+            "did not wait for the answer being written"
+        );
+        let mut rest = vec![0u8; BUFFER_BYTES + 1];
+        client.read_exact(&mut rest).await.unwrap();
+        writing.await.unwrap().unwrap();
+        let snapshot = reading.await.unwrap();
+        assert!(
+            snapshot.entries()[0].response.is_some(),
+            "{:?}",
+            snapshot.entries()[0]
+        );
+    }
+}

@@ -7,17 +7,19 @@
 //! `/journal`: the entry would still say it is waiting for its answer. A reader that awaits
 //! [`HandOvers::settled`] first sees every answer whose write had begun when it asked.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
-/// Longest a reader waits for hand-overs begun before it asked: a write that takes longer is
-/// one the client has not read whole (it is not reading), so its entry may well say unanswered.
+/// Longest a hand-over is waited for, from its beginning: a write that takes longer is one the
+/// client has not read whole (it is not reading), so its entry may well say unanswered.
 pub(crate) const SETTLE_AT_MOST: Duration = Duration::from_millis(500);
 
-/// The hand-overs in progress, by ticket (tickets are given in increasing order).
+/// The hand-overs in progress, by ticket (tickets are given in increasing order), with when
+/// each began.
 #[derive(Debug, Default)]
 pub(crate) struct HandOvers {
     state: Mutex<Tickets>,
@@ -27,7 +29,7 @@ pub(crate) struct HandOvers {
 #[derive(Debug, Default)]
 struct Tickets {
     next: u64,
-    in_progress: BTreeSet<u64>,
+    in_progress: BTreeMap<u64, Instant>,
 }
 
 /// One hand-over in progress: ends when dropped (after the entries are completed, or when the
@@ -48,29 +50,35 @@ impl HandOvers {
         let mut tickets = self.tickets();
         let ticket = tickets.next;
         tickets.next += 1;
-        tickets.in_progress.insert(ticket);
+        tickets.in_progress.insert(ticket, Instant::now());
         HandOver {
             hand_overs: self,
             ticket,
         }
     }
 
-    /// Waits until every hand-over begun before the call has ended, or [`SETTLE_AT_MOST`].
+    /// Waits until every hand-over begun before the call has ended or is [`SETTLE_AT_MOST`]
+    /// old: a reader waits at most that long, and not at all for a write long stalled.
     pub async fn settled(&self) {
         let horizon = self.tickets().next;
-        let _ = tokio::time::timeout(SETTLE_AT_MOST, async {
-            loop {
-                let ended = self.ended.notified();
-                tokio::pin!(ended);
-                ended.as_mut().enable();
-                let oldest = self.tickets().in_progress.first().copied();
-                match oldest {
-                    Some(oldest) if oldest < horizon => ended.await,
-                    _ => return,
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            // The oldest hand-over begun before the call that is still young enough to wait for.
+            let waited = self
+                .tickets()
+                .in_progress
+                .range(..horizon)
+                .map(|(_, began)| *began + SETTLE_AT_MOST)
+                .find(|until| *until > Instant::now());
+            match waited {
+                Some(until) => {
+                    let _ = tokio::time::timeout_at(until, ended).await;
                 }
+                None => return,
             }
-        })
-        .await;
+        }
     }
 }
 
@@ -85,7 +93,7 @@ impl Drop for HandOver<'_> {
 mod tests {
     use super::*;
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn settled_waits_for_hand_overs_begun_before_it_and_no_others() {
         let hand_overs = std::sync::Arc::new(HandOvers::default());
         let first = hand_overs.begin();
@@ -96,18 +104,28 @@ mod tests {
         tokio::task::yield_now().await;
         // Begun after the reader asked: not waited for.
         let later = hand_overs.begin();
-        assert!(!waiting.is_finished());
+        assert!(
+            !waiting.is_finished(),
+            "returned before the first hand-over ended"
+        );
         drop(first);
-        waiting.await.unwrap();
+        tokio::time::timeout(SETTLE_AT_MOST / 2, waiting)
+            .await
+            .expect("held by a hand-over begun after the call")
+            .unwrap();
         drop(later);
     }
 
     #[tokio::test(start_paused = true)]
-    async fn settled_gives_up_on_a_hand_over_that_does_not_end() {
+    async fn settled_waits_for_a_stalled_hand_over_only_until_it_is_old() {
         let hand_overs = HandOvers::default();
-        let _stuck = hand_overs.begin();
-        let started = tokio::time::Instant::now();
+        let _stalled = hand_overs.begin();
+        let started = Instant::now();
         hand_overs.settled().await;
         assert_eq!(started.elapsed(), SETTLE_AT_MOST);
+        // Past its bound, it holds no reader up.
+        let again = Instant::now();
+        hand_overs.settled().await;
+        assert_eq!(again.elapsed(), Duration::ZERO);
     }
 }
