@@ -24,10 +24,16 @@
   const scanvas = $('series-canvas');
 
   // ---- the journal's JSON ----
+  // The request summary as [kind, fields] (`{"produce": {…}}` → ["produce", {…}]), kept on
+  // the entry: it is asked for on every rebuild.
   const summary = (e) => {
-    if (!e.request || typeof e.request !== 'object') return [e.request || null, null];
-    const [kind, s] = Object.entries(e.request)[0];
-    return [kind, s];
+    if (e.$summary && e.$summary.of === e.request) return e.$summary.pair;
+    let pair = [e.request || null, null];
+    if (e.request && typeof e.request === 'object') {
+      for (const kind in e.request) { pair = [kind, e.request[kind]]; break; }
+    }
+    e.$summary = { of: e.request, pair };
+    return pair;
   };
   const errName = (c) => (ERR[c] || 'error') + ' (' + c + ')';
   const end = (e) => (e.response ? e.response.at_us : null);
@@ -56,9 +62,11 @@
     return {
       api: $('f-api').value, group: $('f-group').value.trim(), tp: $('f-tp').value.trim(),
       pid: $('f-pid').value.trim(), client: $('f-client').value.trim(),
+      get any() { return this.api || this.group || this.tp || this.pid || this.client; },
     };
   }
   function matches(e, f) {
+    if (!f.any) return true;
     if (f.api && e.api !== f.api) return false;
     if (f.group && !groupsOf(e).includes(f.group)) return false;
     if (f.tp && !partitionsOf(e).some((p) => p.topic === f.tp || p.topic + '-' + p.partition === f.tp)) return false;
@@ -255,25 +263,40 @@
       ctx.fillText(opLabel(op), x + 6, AXIS_H + 8);
     }
     // Findings: links between the entries they name.
+    // Only the findings with an entry in a lane in view; marks as squares (canvas fills
+    // rectangles fastest: a journal may hold thousands of findings).
     const vs = (S.report && S.report.violations) || [];
-    vs.forEach((v, i) => {
-      const pts = v.entries.map((r) => S.bySeq.get(r.seq)).filter(Boolean)
-        .map((e) => [xOf(e.at_us), laneY(e)]).filter((p) => p[1] !== null);
-      if (pts.length < 1) return;
-      const bad = v.severity !== 'warning';
-      ctx.strokeStyle = bad ? '#d11' : '#d9a400';
-      ctx.lineWidth = i === S.violation ? 3 : 1.5;
+    const link = (v, r) => {
+      const pts = [];
+      for (const ref of v.entries) {
+        const e = S.bySeq.get(ref.seq), y = e && laneY(e);
+        if (y !== null && y !== undefined && y > AXIS_H - 10 && y < H + 10) pts.push([xOf(e.at_us), y]);
+      }
+      if (!pts.length || pts.every(([x]) => x < LABEL_W) || pts.every(([x]) => x > W)) return null;
       ctx.beginPath();
       pts.forEach(([x, y], j) => (j ? ctx.lineTo(x, y) : ctx.moveTo(x, y)));
       ctx.stroke();
-      for (const [x, y] of pts) { ctx.beginPath(); ctx.arc(x, y, i === S.violation ? 5 : 3.5, 0, 7); ctx.stroke(); }
-      ctx.lineWidth = 1;
-      if (i === S.violation) {
+      for (const [x, y] of pts) ctx.strokeRect(x - r, y - r, 2 * r, 2 * r);
+      return pts;
+    };
+    ctx.lineWidth = 1.5;
+    vs.forEach((v, i) => {
+      if (i === S.violation) return;
+      ctx.strokeStyle = v.severity === 'warning' ? '#d9a400' : '#d11';
+      link(v, 3);
+    });
+    const picked = vs[S.violation];
+    if (picked) {
+      const bad = picked.severity !== 'warning';
+      ctx.lineWidth = 3; ctx.strokeStyle = bad ? '#d11' : '#d9a400';
+      const pts = link(picked, 5);
+      if (pts) {
         const [x, y] = pts[pts.length - 1];
         ctx.fillStyle = bad ? '#a3221a' : '#7a5a00';
-        ctx.fillText(v.kind + ': ' + v.key, x + 8, y - 9);
+        ctx.fillText(picked.kind + ': ' + picked.key, x + 8, y - 9);
       }
-    });
+    }
+    ctx.lineWidth = 1;
     // Axis on top, over the lanes, and the label column.
     ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, W, AXIS_H);
     drawAxis(ctx, W, AXIS_H);
@@ -352,8 +375,8 @@
     const points = S.series.get(S.seriesKey) || [];
     const commits = S.seriesKey.startsWith('commits');
     $('series-legend').textContent = commits
-      ? 'committed offset per OffsetCommit: • answered, ○ refused, red ▼ moved backwards'
-      : 'base sequence sent (•) and answered (—|): orange ○ retry, purple ■ duplicate, red ✕ OUT_OF_ORDER_SEQUENCE_NUMBER, grey ✕ other error';
+      ? 'committed offset per OffsetCommit: ■ accepted, □ refused, red ▼ moved backwards'
+      : 'base sequence sent (■) and answered (—|): orange □ retry, purple ■ duplicate, red ✕ OUT_OF_ORDER_SEQUENCE_NUMBER, grey ✕ other error';
     if (!points.length) { ctx.fillStyle = '#6b7685'; ctx.fillText('no OffsetCommit or idempotent Produce in this journal', 10, H / 2); return; }
     let lo = Infinity, hi = -Infinity;
     for (const p of points) { lo = Math.min(lo, p.y); hi = Math.max(hi, p.y); }
@@ -375,32 +398,37 @@
       }
       ctx.stroke();
     }
+    // Marks as rectangles and short strokes, nearest-first culled: a series may hold tens of
+    // thousands of points.
+    const mark = (style, fill, width, draw) => {
+      ctx.lineWidth = width || 1;
+      if (fill) ctx.fillStyle = style; else ctx.strokeStyle = style;
+      draw();
+    };
+    const cross = (x, y) => { ctx.beginPath(); ctx.moveTo(x - 5, y - 5); ctx.lineTo(x + 5, y + 5); ctx.moveTo(x + 5, y - 5); ctx.lineTo(x - 5, y + 5); ctx.stroke(); };
     for (const p of points) {
       const x = xOf(p.t), y = yOf(p.y);
-      if (x < LABEL_W - 5 || x > W + 5) continue;
       p.px = x; p.py = y;
-      if (S.selected.has(p.e.seq)) { ctx.strokeStyle = '#000'; ctx.strokeRect(x - 7, y - 7, 14, 14); }
+      if (x < LABEL_W - 5 || x > W + 5) continue;
+      if (S.selected.has(p.e.seq)) mark('#000', false, 1.5, () => ctx.strokeRect(x - 7, y - 7, 14, 14));
       if (commits) {
-        ctx.fillStyle = ctx.strokeStyle = p.regression ? '#d11' : '#e07b00';
-        if (p.regression) { ctx.beginPath(); ctx.moveTo(x - 6, y - 6); ctx.lineTo(x + 6, y - 6); ctx.lineTo(x, y + 4); ctx.fill(); }
-        ctx.beginPath(); ctx.arc(x, y, 3, 0, 7);
-        if (p.err) ctx.stroke(); else ctx.fill();
+        if (p.regression) {
+          mark('#d11', true, 1, () => { ctx.beginPath(); ctx.moveTo(x - 6, y - 6); ctx.lineTo(x + 6, y - 6); ctx.lineTo(x, y + 4); ctx.fill(); });
+        }
+        if (p.err) mark('#e07b00', false, 1, () => ctx.strokeRect(x - 3, y - 3, 6, 6));
+        else mark(p.regression ? '#d11' : '#e07b00', true, 1, () => ctx.fillRect(x - 3, y - 3, 6, 6));
         continue;
       }
       if (p.ta !== null) {
-        ctx.strokeStyle = '#9aa7b8';
         const xa = xOf(p.ta);
-        ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(xa, y); ctx.moveTo(xa, y - 4); ctx.lineTo(xa, y + 4); ctx.stroke();
+        mark('#9aa7b8', true, 1, () => { ctx.fillRect(x, y, Math.max(1, xa - x), 1); ctx.fillRect(xa, y - 4, 1, 8); });
       }
-      ctx.fillStyle = '#3b7dd8'; ctx.beginPath(); ctx.arc(x, y, 3, 0, 7); ctx.fill();
-      if (p.duplicate) { ctx.fillStyle = '#8e44ad'; ctx.fillRect(x - 4, y - 4, 8, 8); } else if (p.retry) {
-        ctx.strokeStyle = '#ff6a00'; ctx.lineWidth = 2; ctx.beginPath(); ctx.arc(x, y, 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
-      }
-      if (p.err) {
-        ctx.strokeStyle = p.err === 45 ? '#d11' : '#777'; ctx.lineWidth = 2; ctx.beginPath();
-        ctx.moveTo(x - 5, y - 5); ctx.lineTo(x + 5, y + 5); ctx.moveTo(x + 5, y - 5); ctx.lineTo(x - 5, y + 5); ctx.stroke(); ctx.lineWidth = 1;
-      }
+      mark('#3b7dd8', true, 1, () => ctx.fillRect(x - 3, y - 3, 6, 6));
+      if (p.duplicate) mark('#8e44ad', true, 1, () => ctx.fillRect(x - 4, y - 4, 8, 8));
+      else if (p.retry) mark('#ff6a00', false, 2, () => ctx.strokeRect(x - 6, y - 6, 12, 12));
+      if (p.err) mark(p.err === 45 ? '#d11' : '#777', false, 2, () => cross(x, y));
     }
+    ctx.lineWidth = 1;
     ctx.restore();
   }
 
@@ -546,7 +574,7 @@
     const points = S.series.get(S.seriesKey) || [];
     let best = null, dist = 8;
     for (const p of points) {
-      if (p.px === undefined) continue;
+      if (p.px === undefined || p.px < LABEL_W - 5) continue;
       const d = Math.hypot(p.px - ev.offsetX, p.py - ev.offsetY);
       if (d < dist) { best = p; dist = d; }
     }
