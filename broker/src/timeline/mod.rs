@@ -23,7 +23,12 @@ use crate::journal::Entry;
 
 const PAGE: &str = include_str!("assets/timeline.html");
 const STYLE: &str = include_str!("assets/timeline.css");
-const SCRIPT: &str = include_str!("assets/timeline.js");
+/// The page's script in three parts of one function body (see `assets/data.js`).
+const SCRIPTS: [&str; 3] = [
+    include_str!("assets/data.js"),
+    include_str!("assets/draw.js"),
+    include_str!("assets/page.js"),
+];
 
 /// Kafka's error codes named, from -1 to this one, for the page's labels.
 const LAST_ERROR_CODE: i16 = 140;
@@ -74,7 +79,7 @@ fn render(out: &mut impl Write, data: &Data<'_>) -> Result<(), ReportError> {
     let page = PAGE
         .replace("{{TITLE}}", &html_escape(data.title))
         .replace("{{STYLE}}", STYLE)
-        .replace("{{SCRIPT}}", SCRIPT);
+        .replace("{{SCRIPT}}", &SCRIPTS.concat());
     let (head, tail) = page
         .split_once("{{DATA}}")
         .expect("the page has a {{DATA}} slot");

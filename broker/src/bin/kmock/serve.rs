@@ -72,8 +72,8 @@ pub(crate) struct Serve {
     /// max.connections). Default unlimited; overrides the scenario's.
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
-    /// Print the start-up line as one JSON object, `{"bootstrap", "control", "brokers"}`,
-    /// instead of the `bootstrap:` and `control:` lines.
+    /// Print the start-up line as one JSON object, `{"bootstrap", "control", "ui", "brokers"}`,
+    /// instead of the `bootstrap:`, `control:` and `timeline:` lines.
     #[arg(long)]
     print_json: bool,
 }
