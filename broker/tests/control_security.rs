@@ -197,7 +197,11 @@ async fn the_timeline_page_needs_no_token_but_its_data_does() {
     for path in ["/ui", "/"] {
         let page = call(&server, "GET", path, &[], None);
         assert_eq!(page.status, 200, "GET {path}: {}", page.body);
-        assert!(page.body.contains(r#"<canvas id="timeline">"#), "{}", page.body);
+        assert!(
+            page.body.contains(r#"<canvas id="timeline">"#),
+            "{}",
+            page.body
+        );
         assert!(!page.body.contains("s3cret"), "the page holds the token");
     }
     call(&server, "GET", "/journal", &[], None).expect(401);

@@ -33,13 +33,20 @@ async fn a_journal_with_a_regression_is_drawn_with_its_verdict() {
         .unwrap();
     let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
     for offset in [12, 11] {
-        client.send(commit_request("billing", "t", offset), 8).await.unwrap();
+        client
+            .send(commit_request("billing", "t", offset), 8)
+            .await
+            .unwrap();
     }
     cluster.shutdown().await;
     let out = temp_html("regression");
-    let (code, stdout, stderr) = kmock_run("report", &[journal.path(), "-o", out.to_str().unwrap()]);
+    let (code, stdout, stderr) =
+        kmock_run("report", &[journal.path(), "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(stdout.contains("2 entries, 1 violations, 0 warnings"), "{stdout}");
+    assert!(
+        stdout.contains("2 entries, 1 violations, 0 warnings"),
+        "{stdout}"
+    );
     let data = embedded(&out);
     std::fs::remove_file(&out).unwrap();
     assert_eq!(data["mode"], "report");
@@ -53,7 +60,10 @@ async fn a_journal_with_a_regression_is_drawn_with_its_verdict() {
 #[test]
 fn an_unreadable_journal_is_exit_status_2() {
     let out = temp_html("unreadable");
-    let (code, _, stderr) = kmock_run("report", &["/nonexistent.jsonl", "-o", out.to_str().unwrap()]);
+    let (code, _, stderr) = kmock_run(
+        "report",
+        &["/nonexistent.jsonl", "-o", out.to_str().unwrap()],
+    );
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("/nonexistent.jsonl"), "{stderr}");
     assert!(!out.exists());

@@ -127,7 +127,8 @@ pub async fn view(
         while let Some(line) = lines.next_line().await? {
             if line == r#"{"ready":true}"# {
                 if let Some(more) = more.take() {
-                    more.await.context("sending more requests to the live page")?;
+                    more.await
+                        .context("sending more requests to the live page")?;
                 }
             }
             printed.push(line);

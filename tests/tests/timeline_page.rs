@@ -39,8 +39,8 @@ async fn traffic(cluster: &Cluster) -> Result<()> {
             .delay(Duration::from_millis(3)),
     )?;
     let leader = cluster.leader(TOPIC, 0).context("no leader of orders-0")?;
-    let producer = Client::connect_with_client_id(common::broker_addr(cluster, leader), "producer-p")
-        .await?;
+    let producer =
+        Client::connect_with_client_id(common::broker_addr(cluster, leader), "producer-p").await?;
     let batch = |first| producer_batch(TOPIC, 0, (7, 0), first, 5, None);
     for first in [0, 0, 10] {
         producer.send(batch(first), 8).await?;
@@ -53,13 +53,21 @@ async fn traffic(cluster: &Cluster) -> Result<()> {
     stale
         .send(offset_commit(GROUP, -1, "", TOPIC, &[(0, 11)]), 8)
         .await?;
-    let other = if cluster.leader(TOPIC, 1) == Some(1) { 2 } else { 1 };
+    let other = if cluster.leader(TOPIC, 1) == Some(1) {
+        2
+    } else {
+        1
+    };
     cluster.move_leader(TOPIC, 1, other)?;
     Ok(())
 }
 
 async fn scripted() -> Result<(Cluster, Report)> {
-    let cluster = Cluster::builder().brokers(2).topic(TOPIC, 2).start().await?;
+    let cluster = Cluster::builder()
+        .brokers(2)
+        .topic(TOPIC, 2)
+        .start()
+        .await?;
     traffic(&cluster).await?;
     let report = cluster.check(&Checks::default());
     ensure!(
@@ -74,7 +82,9 @@ async fn late_comer(cluster: &Cluster) -> Result<()> {
     let leader = cluster.leader(TOPIC, 1).context("no leader of orders-1")?;
     let client =
         Client::connect_with_client_id(common::broker_addr(cluster, leader), "late-comer").await?;
-    client.produce(TOPIC, 1, &[record(b"k", b"late")], -1).await?;
+    client
+        .produce(TOPIC, 1, &[record(b"k", b"late")], -1)
+        .await?;
     Ok(())
 }
 
@@ -204,7 +214,10 @@ async fn a_report_of_100_000_entries_opens_and_keeps_every_entry() -> Result<()>
     // The scripted run's findings, pointing at the first copies of their entries.
     for v in &mut report.violations {
         for r in &mut v.entries {
-            let copy = requests.iter().position(|e| e.seq == r.seq).context("no copy")?;
+            let copy = requests
+                .iter()
+                .position(|e| e.seq == r.seq)
+                .context("no copy")?;
             *r = kmock::check::EntryRef::from(&entries[copy]);
         }
     }

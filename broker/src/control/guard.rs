@@ -44,8 +44,8 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    let page = request.method() == axum::http::Method::GET
-        && matches!(request.uri().path(), "/" | "/ui");
+    let page =
+        request.method() == axum::http::Method::GET && matches!(request.uri().path(), "/" | "/ui");
     match check(&access, request.headers(), page) {
         Ok(()) => next.run(request).await,
         Err(refusal) => {

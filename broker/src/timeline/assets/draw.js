@@ -15,6 +15,12 @@ function fmtTime(us) {
   if (Math.abs(us) >= 1e3) return (us / 1e3).toFixed(us >= 1e4 ? 1 : 2) + ' ms';
   return Math.round(us) + ' µs';
 }
+// A tick's time with as many decimals as the tick's size needs (3816.5 ms, not 3.817 s twice).
+function fmtTick(t, tick) {
+  const [unit, scale] = tick >= 1e5 ? ['s', 1e6] : tick >= 100 ? ['ms', 1e3] : ['µs', 1];
+  const decimals = Math.max(0, Math.min(3, Math.ceil(-Math.log10(tick / scale) - 1e-9)));
+  return (t / scale).toFixed(decimals) + ' ' + unit;
+}
 function sizeCanvas(c, w, h) {
   const dpr = window.devicePixelRatio || 1;
   if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
@@ -158,7 +164,7 @@ function drawAxis(ctx, W, h) {
   for (let t = Math.ceil(S.t0 / tick) * tick; t <= S.t1; t += tick) {
     const x = xOf(t);
     ctx.beginPath(); ctx.moveTo(x, h - 5); ctx.lineTo(x, h); ctx.stroke();
-    ctx.fillText(fmtTime(t), x + 2, h / 2);
+    ctx.fillText(fmtTick(t, tick), x + 2, h / 2);
   }
   ctx.fillStyle = '#1d2430';
   ctx.fillText('time since start · ' + fmtTime(span) + ' shown', 4, h / 2);
