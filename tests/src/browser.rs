@@ -26,7 +26,8 @@ pub struct Shown {
     pub findings: Vec<String>,
     /// The text of the details panel.
     pub detail: String,
-    /// The per-partition series offered (`commits group/topic-p`, `sequences producer …`).
+    /// The per-partition series offered, as labelled: `commits group/topic-p — 2 commits, 1
+    /// moved backwards`, `sequences producer 7 topic-p — 3 batches, 1 retries, …`.
     pub series: Vec<String>,
 }
 

@@ -115,8 +115,12 @@ fn shows_the_run(view: &browser::View, report: &Report) -> Result<()> {
     );
     let series = &loaded.series;
     ensure!(
-        series.contains(&format!("commits {GROUP}/{TOPIC}-0"))
-            && series.contains(&format!("sequences producer 7 {TOPIC}-0")),
+        series.contains(&format!(
+            "commits {GROUP}/{TOPIC}-0 — 2 commits, 1 moved backwards"
+        )) && series.contains(&format!(
+            "sequences producer 7 {TOPIC}-0 — 3 batches, 1 retries, 1 duplicates, 1 \
+             OUT_OF_ORDER_SEQUENCE_NUMBER"
+        )),
         "per-partition series {series:?}"
     );
     let clicked = view.after_click.as_ref().context("no click")?;

@@ -41,7 +41,10 @@ function laneY(e) {
 }
 
 function draw() {
-  if (S.dirty) rebuild();
+  if (S.dirty) {
+    const wait = S.live ? S.rebuiltAt + 4 * S.rebuildCost - performance.now() : 0;
+    if (wait <= 0) rebuild(); else setTimeout(redraw, wait);
+  }
   const W = wrap.clientWidth, H = wrap.clientHeight;
   spacer.style.height = Math.max(0, S.height + AXIS_H - H) + 'px';
   const ctx = sizeCanvas(canvas, W, H);

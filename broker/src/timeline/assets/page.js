@@ -183,7 +183,6 @@ async function live() {
     rest = lines.pop();
     for (const line of lines) if (line.trim()) take(JSON.parse(line));
     if ($('follow').checked) {
-      rebuild();
       const span = S.t1 - S.t0;
       S.t1 = S.tmax + span * 0.02; S.t0 = S.t1 - span;
     }
