@@ -1,6 +1,6 @@
 //! A hunt's finding and the files it is written to: `finding-N.yaml` (a scenario `kmock serve
-//! --config` accepts), `finding-N.txt` (the verdicts, the workload's output, a journal excerpt)
-//! and `finding-N.journal.jsonl` (the journal of a reproducing run), and `finding-N.html`
+//! --config` accepts), `finding-N.txt` (the verdicts, the workload's output, a journal
+//! excerpt), `finding-N.journal.jsonl` (the journal of a reproducing run) and `finding-N.html`
 //! (that journal and its verdicts as a timeline report, [`crate::timeline`]).
 
 use std::fmt::Write as _;

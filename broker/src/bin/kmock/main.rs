@@ -30,8 +30,8 @@ enum Command {
     /// has no faults and shows what the workload sends; each later run draws 1–3 faults over
     /// that from the seed (see the README's "Hunting"). A violation, a failure exit status or a
     /// hang past --deadline is a finding: written to DIR/finding-N.yaml (a scenario for `kmock
-    /// serve --config`), finding-N.txt, finding-N.journal.jsonl and finding-N.html (a timeline report). Exit status: 0 no finding,
-    /// 1 findings, 2 bad input.
+    /// serve --config`), finding-N.txt, finding-N.journal.jsonl and finding-N.html (a timeline
+    /// report). Exit status: 0 no finding, 1 findings, 2 bad input.
     Hunt(hunt::Hunt),
     /// Draw a JSON Lines journal (from `serve --journal`) and the checks' verdicts as one
     /// self-contained HTML timeline (`-o report.html`), to open offline in a browser. Exit
