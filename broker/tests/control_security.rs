@@ -192,6 +192,25 @@ async fn a_missing_or_wrong_token_is_refused_and_nothing_applied() {
 }
 
 #[tokio::test]
+async fn the_timeline_page_needs_no_token_but_its_data_does() {
+    let (server, _) = serve(&["--control-token", "s3cret"]);
+    for path in ["/ui", "/"] {
+        let page = call(&server, "GET", path, &[], None);
+        assert_eq!(page.status, 200, "GET {path}: {}", page.body);
+        assert!(
+            page.body.contains(r#"<canvas id="timeline">"#),
+            "{}",
+            page.body
+        );
+        assert!(!page.body.contains("s3cret"), "the page holds the token");
+    }
+    call(&server, "GET", "/journal", &[], None).expect(401);
+    call(&server, "POST", "/ui", &[], None).expect(401);
+    let foreign = ["Origin: http://evil.example"];
+    call(&server, "GET", "/ui", &foreign, None).expect(403);
+}
+
+#[tokio::test]
 async fn a_scenario_control_token_is_required_too() {
     let path =
         std::env::temp_dir().join(format!("kmock-control-token-{}.yaml", std::process::id()));

@@ -95,6 +95,14 @@ fn a_failing_workload_is_a_finding_written_as_a_scenario_kmock_serve_accepts() {
     );
     let journal = std::fs::read_to_string(out.join("finding-1.journal.jsonl")).unwrap();
     assert!(journal.contains("\"api\":\"Metadata\""), "{journal}");
+    // The same journal as a timeline report: the page with the entries embedded.
+    let html = std::fs::read_to_string(out.join("finding-1.html")).unwrap();
+    assert!(
+        html.contains("<title>kmock hunt: finding 1 (workload-failed)</title>")
+            && html.contains("\"api\":\"Metadata\""),
+        "finding-1.html: {}",
+        &html[..html.len().min(400)]
+    );
     let yaml = out.join("finding-1.yaml");
     let scenario = std::fs::read_to_string(&yaml).unwrap();
     assert!(

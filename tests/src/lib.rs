@@ -4,6 +4,7 @@
 //! and the differential harness that compares kmock with it ([`conformance`]).
 #![warn(missing_docs)]
 
+pub mod browser;
 pub mod build_cache;
 pub mod client_program;
 pub mod conformance;

@@ -37,9 +37,9 @@ pub async fn run(program: &str, args: &[&str], limit: Duration) -> Result<Output
 /// One `npm ci` at a time in this process.
 static INSTALLING: Mutex<()> = Mutex::new(());
 
-/// Runs `npm ci` in `dir` unless its `node_modules` is there: the pinned releases, from the npm
+/// Runs `npm ci` in `dir` unless its `node_modules` is there: the pinned packages, from the npm
 /// registry.
-fn install(dir: &std::path::Path) -> Result<()> {
+pub(crate) fn install(dir: &std::path::Path) -> Result<()> {
     let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
     if dir.join("node_modules").is_dir() {
         return Ok(());

@@ -5,6 +5,10 @@
 //! newer one: kmock's `offset-commit-regression` names both. v1.43.3, which builds and sends
 //! under the connection's lock, and librdkafka come out clean.
 //!
+//! The timeline report of a v1.43.2 run, opened in headless Chromium, lists the findings and
+//! shows both OffsetCommits of one on a click (the race is probabilistic: that test gives the
+//! buggy release up to 3 runs to race at all; the page is then judged on the run that did).
+//!
 //! `KMOCK_REPEAT=10` runs each scenario ten times (see `kmock_tests::repeat`).
 
 use std::path::Path;
@@ -197,5 +201,65 @@ async fn librdkafka_commits_in_order_in_the_same_scenario() -> Result<()> {
         );
         println!("librdkafka run {run}/{runs}: consumer {took:.2?}, clean ({fired})");
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sarama_v1_43_2_race_in_the_timeline_report() -> Result<()> {
+    use kmock_tests::browser::{self, Steps};
+    let consumer = go_client::build("consumer", "v1.43.2")?;
+    let mut raced = None;
+    for attempt in 1..=3 {
+        let (cluster, report, _) = sarama_run(&consumer).await?;
+        if report.of_kind("offset-commit-regression").next().is_some() {
+            raced = Some((cluster, report));
+            break;
+        }
+        println!("attempt {attempt}: no regression this run");
+    }
+    let (cluster, report) = raced.context("Sarama v1.43.2 did not race in 3 runs")?;
+    let journal = cluster.journal();
+    let shots = browser::screenshot_dir(Path::new(env!("CARGO_TARGET_TMPDIR")))?;
+    let path = shots.join("sarama-commit-race.html");
+    kmock::timeline::write_report_file(&path, "Sarama v1.43.2", journal.entries(), &report, 0)?;
+    let steps = Steps {
+        violation: Some("offset-commit-regression"),
+        ..Steps::default()
+    };
+    let url = browser::file_url(&path)?;
+    let view = browser::view(&url, &shots, "sarama-commit-race", steps, async { Ok(()) }).await?;
+    ensure!(
+        view.console_errors.is_empty(),
+        "console errors {:?}",
+        view.console_errors
+    );
+    let mut conns: Vec<u64> = journal
+        .entries()
+        .iter()
+        .filter(|e| e.operation.is_none())
+        .map(|e| e.conn)
+        .collect();
+    conns.sort_unstable();
+    conns.dedup();
+    let listed = report.violations.len().min(1000);
+    ensure!(
+        view.loaded.lanes == conns.len() && view.loaded.findings.len() == listed,
+        "{} lanes for {} connections, {} findings listed of {}",
+        view.loaded.lanes,
+        conns.len(),
+        view.loaded.findings.len(),
+        report.violations.len()
+    );
+    let detail = &view.after_click.context("no click")?.detail;
+    ensure!(
+        detail.matches("OffsetCommit v").count() == 2 && detail.contains("moved backwards"),
+        "details after the click:\n{detail}"
+    );
+    println!(
+        "Sarama v1.43.2 report: {} entries, {} findings, drawn in {} ms",
+        journal.entries().len(),
+        report.violations.len(),
+        view.ready_ms
+    );
     Ok(())
 }

@@ -9,7 +9,9 @@
 //! - **403** when an `Origin` header is present and is not `http://` with such a host: a page
 //!   of another origin never passes (curl and other programs send no `Origin`);
 //! - **401** when a token is set (`--control-token`, `control_token`) and the request lacks
-//!   `Authorization: Bearer TOKEN`;
+//!   `Authorization: Bearer TOKEN`, except `GET /ui` and `GET /`: the timeline page holds no
+//!   data and a browser cannot add the header to an address typed in; the page's own requests
+//!   carry the token it is given in its address (`/ui#token=…`, a fragment never sent);
 //! - **415** when a request has a body and its `Content-Type` is not JSON or YAML: a form or a
 //!   `text/plain` body, which a page may send without asking, is never read. A request with no
 //!   body (`curl -X POST …/reset`) needs no `Content-Type`.
@@ -42,7 +44,9 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    match check(&access, request.headers()) {
+    let page =
+        request.method() == axum::http::Method::GET && matches!(request.uri().path(), "/" | "/ui");
+    match check(&access, request.headers(), page) {
         Ok(()) => next.run(request).await,
         Err(refusal) => {
             tracing::warn!(
@@ -63,7 +67,8 @@ pub(super) async fn guard(
     }
 }
 
-fn check(access: &Access, headers: &HeaderMap) -> Result<(), ApiError> {
+/// `page`: a request for the timeline page, which needs no token.
+fn check(access: &Access, headers: &HeaderMap, page: bool) -> Result<(), ApiError> {
     let host = headers
         .get(header::HOST)
         .ok_or_else(|| ApiError::forbidden("no Host header: send the address of the API"))?;
@@ -85,7 +90,7 @@ fn check(access: &Access, headers: &HeaderMap) -> Result<(), ApiError> {
             )));
         }
     }
-    if let Some(token) = &access.token {
+    if let Some(token) = access.token.as_ref().filter(|_| !page) {
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())

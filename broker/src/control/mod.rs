@@ -3,6 +3,7 @@
 //!
 //! | endpoint | does |
 //! |---|---|
+//! | `GET /ui` (and `GET /`) | the live timeline page of the journal ([`crate::timeline`]) |
 //! | `GET /health` | `{"status": "ok", …}` with the bootstrap string and the brokers, up or down |
 //! | `GET /journal?after=&api=&group=&topic=&limit=` | entries in arrival order, JSON Lines |
 //! | `GET /journal/stream?…` | live entries as they complete, chunked JSON Lines |
@@ -177,6 +178,8 @@ impl Drop for ControlApi {
 
 fn routes(control: Control) -> Router {
     Router::new()
+        .route("/", get(ui))
+        .route("/ui", get(ui))
         .route("/health", get(health))
         .route("/journal", get(journal::list))
         .route("/journal/stream", get(journal::stream))
@@ -207,8 +210,15 @@ fn routes(control: Control) -> Router {
         .with_state(control)
 }
 
+/// `GET /ui` and `GET /`: the live timeline page. It holds no data (it reads the journal and
+/// the checks from this API), so it is served without the token, which the page takes from
+/// its address (`/ui#token=…`).
+async fn ui() -> axum::response::Html<String> {
+    axum::response::Html(crate::timeline::live_page())
+}
+
 /// `GET /health`: `{"status": "ok", "bootstrap": "host:port,…", "brokers": [{"node_id",
-/// "addr", "up"}]}`.
+/// "addr", "up"}], "ui": "/ui"}` (`ui`: the timeline page's path on this API).
 async fn health(
     axum::extract::State(control): axum::extract::State<Control>,
 ) -> Json<serde_json::Value> {
@@ -226,6 +236,7 @@ async fn health(
         "status": "ok",
         "bootstrap": control.cluster.bootstrap(),
         "brokers": brokers,
+        "ui": "/ui",
     }))
 }
 

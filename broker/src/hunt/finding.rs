@@ -1,6 +1,7 @@
 //! A hunt's finding and the files it is written to: `finding-N.yaml` (a scenario `kmock serve
-//! --config` accepts), `finding-N.txt` (the verdicts, the workload's output, a journal excerpt)
-//! and `finding-N.journal.jsonl` (the journal of a reproducing run).
+//! --config` accepts), `finding-N.txt` (the verdicts, the workload's output, a journal
+//! excerpt), `finding-N.journal.jsonl` (the journal of a reproducing run) and `finding-N.html`
+//! (that journal and its verdicts as a timeline report, [`crate::timeline`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -94,10 +95,20 @@ impl Finding {
             .journal
             .write_jsonl(&mut journal)
             .map_err(|e| Error::Config(format!("cannot write the journal: {e}")))?;
+        let mut html = Vec::new();
+        crate::timeline::write_report(
+            &mut html,
+            &format!("kmock hunt: finding {} ({})", self.number, self.kind),
+            shown.journal.entries(),
+            &shown.report,
+            shown.journal.evicted(),
+        )
+        .map_err(|e| Error::Config(format!("cannot write the report: {e}")))?;
         self.files = vec![
             write(format!("{stem}.yaml"), yaml.as_bytes())?,
             write(format!("{stem}.txt"), text.as_bytes())?,
             write(format!("{stem}.journal.jsonl"), &journal)?,
+            write(format!("{stem}.html"), &html)?,
         ];
         Ok(self)
     }

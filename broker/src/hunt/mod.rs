@@ -12,7 +12,8 @@
 //! shrunk ([`shrink`]) with re-runs as the judge (a candidate counts when the same kind shows in
 //! k of k runs), then run k times more for its reproduction rate, and written as
 //! `finding-N.yaml` (a scenario for `kmock serve --config`), `finding-N.txt` (the verdicts, the
-//! workload's output, a journal excerpt) and `finding-N.journal.jsonl`.
+//! workload's output, a journal excerpt), `finding-N.journal.jsonl` and `finding-N.html` (a
+//! timeline report, [`crate::timeline`]).
 
 mod finding;
 mod hunter;

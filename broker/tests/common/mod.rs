@@ -417,11 +417,16 @@ impl Drop for JournalFile {
 
 /// `kmock check ARGS`: exit status, stdout and stderr.
 pub fn kmock_check(args: &[&str]) -> (i32, String, String) {
+    kmock_run("check", args)
+}
+
+/// `kmock SUBCOMMAND ARGS`: exit status, stdout and stderr.
+pub fn kmock_run(subcommand: &str, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kmock"))
-        .arg("check")
+        .arg(subcommand)
         .args(args)
         .output()
-        .expect("kmock check runs");
+        .unwrap_or_else(|e| panic!("kmock {subcommand} does not run: {e}"));
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

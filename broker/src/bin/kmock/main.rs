@@ -2,6 +2,7 @@
 
 mod check;
 mod hunt;
+mod report;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -29,9 +30,13 @@ enum Command {
     /// has no faults and shows what the workload sends; each later run draws 1–3 faults over
     /// that from the seed (see the README's "Hunting"). A violation, a failure exit status or a
     /// hang past --deadline is a finding: written to DIR/finding-N.yaml (a scenario for `kmock
-    /// serve --config`), finding-N.txt and finding-N.journal.jsonl. Exit status: 0 no finding,
-    /// 1 findings, 2 bad input.
+    /// serve --config`), finding-N.txt, finding-N.journal.jsonl and finding-N.html (a timeline
+    /// report). Exit status: 0 no finding, 1 findings, 2 bad input.
     Hunt(hunt::Hunt),
+    /// Draw a JSON Lines journal (from `serve --journal`) and the checks' verdicts as one
+    /// self-contained HTML timeline (`-o report.html`), to open offline in a browser. Exit
+    /// status: 0 written, 2 unreadable input or unwritable output.
+    Report(report::ReportArgs),
 }
 
 /// Exit status: 0, 1 for violations or unmet expectations (`check`, `serve --config`), 2 for
@@ -60,6 +65,7 @@ async fn main() {
         }
         Command::Check(args) => std::process::exit(check::check(&args)),
         Command::Hunt(args) => std::process::exit(hunt::hunt(args).await),
+        Command::Report(args) => std::process::exit(report::report(&args)),
     }
 }
 

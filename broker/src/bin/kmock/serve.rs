@@ -33,6 +33,10 @@ pub(crate) struct Serve {
     /// (lines come in completion order; `seq` gives arrival order).
     #[arg(long, value_name = "PATH")]
     journal: Option<std::path::PathBuf>,
+    /// At exit, write the journal in memory and the checks' verdicts (the scenario's checks,
+    /// else all) as a self-contained HTML timeline to this file (see `kmock report`).
+    #[arg(long, value_name = "PATH")]
+    report: Option<std::path::PathBuf>,
     /// Bytes of journal kept in memory (each entry's heap size estimated), as a number with
     /// an optional KiB, MiB or GiB suffix; past them the oldest entries go. Overrides a
     /// scenario's `journal_max_bytes`. Default 512MiB.
@@ -68,8 +72,8 @@ pub(crate) struct Serve {
     /// max.connections). Default unlimited; overrides the scenario's.
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
-    /// Print the start-up line as one JSON object, `{"bootstrap", "control", "brokers"}`,
-    /// instead of the `bootstrap:` and `control:` lines.
+    /// Print the start-up line as one JSON object, `{"bootstrap", "control", "ui", "brokers"}`,
+    /// instead of the `bootstrap:`, `control:` and `timeline:` lines.
     #[arg(long)]
     print_json: bool,
 }
@@ -215,12 +219,14 @@ pub(crate) async fn serve(args: Serve) -> anyhow::Result<()> {
         let line = serde_json::json!({
             "bootstrap": cluster.bootstrap(),
             "control": control.url(),
+            "ui": format!("{}/ui", control.url()),
             "brokers": kmock::control::brokers_json(&cluster),
         });
         println!("{line}");
     } else {
         println!("bootstrap: {}", cluster.bootstrap());
         println!("control: {}", control.url());
+        println!("timeline: {}/ui", control.url());
     }
     stop.wait().await;
     tracing::info!("stopping");
@@ -228,6 +234,27 @@ pub(crate) async fn serve(args: Serve) -> anyhow::Result<()> {
     cluster.shutdown().await;
     let (report, expectations) = kmock::scenario::finish(&cluster, checks.as_ref());
     let mut failed = false;
+    if let Some(path) = &args.report {
+        let journal = cluster.journal();
+        let verdicts = match &report {
+            Some(report) => report.clone(),
+            None => cluster.check(&kmock::Checks::default()),
+        };
+        let title = "kmock serve: the run's timeline";
+        match kmock::timeline::write_report_file(
+            path,
+            title,
+            journal.entries(),
+            &verdicts,
+            journal.evicted(),
+        ) {
+            Ok(()) => tracing::info!(path = %path.display(), "timeline report written"),
+            Err(e) => {
+                eprintln!("kmock: --report: {e}");
+                failed = true;
+            }
+        }
+    }
     if let Some(report) = report {
         print!("{report}");
         failed |= !report.is_clean();

@@ -1,0 +1,197 @@
+//! The timeline: one HTML page that draws the journal, served live by the control API at
+//! `GET /ui` and written as a self-contained report by `kmock report` and `kmock serve
+//! --report`.
+//!
+//! The page is plain HTML, CSS and JavaScript drawing on a canvas (no library, no build step),
+//! embedded in the binary with `include_str!` so it works offline. It shows one lane per
+//! connection, grouped by broker and client id, each request a bar from arrival to answer
+//! coloured by API, with its error codes; fault firings and cluster operations marked; the
+//! checks' findings drawn as links between the entries they name; and a per-partition view of
+//! committed offsets and producer sequences.
+//!
+//! The data is the journal's own JSON (the JSON Lines format of [`Entry`]) and the check
+//! [`Report`]'s JSON, as `kmock check --format json` gives it: live, the page reads
+//! `GET /journal`, `POST /check` and `GET /journal/stream`; in a report, both are embedded in
+//! the file as one JSON object in a `<script type="application/json">`.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::check::Report;
+use crate::journal::Entry;
+
+const PAGE: &str = include_str!("assets/timeline.html");
+const STYLE: &str = include_str!("assets/timeline.css");
+/// The page's script in three parts of one function body (see `assets/data.js`).
+const SCRIPTS: [&str; 3] = [
+    include_str!("assets/data.js"),
+    include_str!("assets/draw.js"),
+    include_str!("assets/page.js"),
+];
+
+/// Kafka's error codes named, from -1 to this one, for the page's labels.
+const LAST_ERROR_CODE: i16 = 140;
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The entries or the report did not serialize.
+    #[error("report data: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What the page is given: `mode` `"live"` (it reads the control API) or `"report"` (the
+/// entries and the report are here).
+#[derive(Serialize)]
+struct Data<'a> {
+    mode: &'a str,
+    title: &'a str,
+    entries: &'a [Entry],
+    report: Option<&'a Report>,
+    /// Entries the journal evicted before these were taken (a report says so at the top).
+    evicted: u64,
+    /// Kafka's error codes with their names, `{"45": "OUT_OF_ORDER_SEQUENCE_NUMBER"}`.
+    error_names: std::collections::BTreeMap<i16, String>,
+}
+
+fn error_names() -> std::collections::BTreeMap<i16, String> {
+    (-1..=LAST_ERROR_CODE)
+        .filter_map(|code| {
+            let e = kafka_protocol::ResponseError::try_from_code(code)?;
+            Some((code, crate::scenario::screaming(&format!("{e:?}"))))
+        })
+        .collect()
+}
+
+/// Writes the page with `data` embedded. JSON holds `<` only inside strings, where `\u003c`
+/// means the same: no `</script>` can end the data early.
+fn render(out: &mut impl Write, data: &Data<'_>) -> Result<(), ReportError> {
+    let json = serde_json::to_string(data)?.replace('<', "\\u003c");
+    let page = PAGE
+        .replace("{{TITLE}}", &html_escape(data.title))
+        .replace("{{STYLE}}", STYLE)
+        .replace("{{SCRIPT}}", &SCRIPTS.concat());
+    let (head, tail) = page
+        .split_once("{{DATA}}")
+        .expect("the page has a {{DATA}} slot");
+    let write = |out: &mut dyn Write, s: &str| {
+        out.write_all(s.as_bytes())
+            .map_err(|e| serde_json::Error::io(e).into())
+    };
+    write(out, head)?;
+    write(out, &json)?;
+    write(out, tail)
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The live page of `GET /ui`: no data of its own; it reads the journal and the checks from
+/// the control API that served it (with the bearer token given as `#token=…` in its address,
+/// when the API has one).
+pub fn live_page() -> String {
+    let mut out = Vec::new();
+    let data = Data {
+        mode: "live",
+        title: "kmock — live timeline",
+        entries: &[],
+        report: None,
+        evicted: 0,
+        error_names: error_names(),
+    };
+    render(&mut out, &data).expect("the live page renders into memory");
+    String::from_utf8(out).expect("the page is UTF-8")
+}
+
+/// A self-contained report: the page with `entries` (in arrival order) and the checks'
+/// `report` embedded, opened with no network. `evicted` counts entries the journal had
+/// dropped before (shown at the top).
+///
+/// # Errors
+/// [`ReportError`] when it cannot be written to `out`.
+pub fn write_report(
+    out: &mut impl Write,
+    title: &str,
+    entries: &[Entry],
+    report: &Report,
+    evicted: u64,
+) -> Result<(), ReportError> {
+    let data = Data {
+        mode: "report",
+        title,
+        entries,
+        report: Some(report),
+        evicted,
+        error_names: error_names(),
+    };
+    render(out, &data)
+}
+
+/// [`write_report`] into the file at `path` (created or truncated).
+///
+/// # Errors
+/// [`ReportError::Write`] when the file cannot be created or written.
+pub fn write_report_file(
+    path: &std::path::Path,
+    title: &str,
+    entries: &[Entry],
+    report: &Report,
+    evicted: u64,
+) -> Result<(), ReportError> {
+    let failed = |source| ReportError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::create(path).map_err(failed)?;
+    let mut out = std::io::BufWriter::new(file);
+    match write_report(&mut out, title, entries, report, evicted) {
+        Err(ReportError::Json(e)) if e.is_io() => {
+            return Err(failed(std::io::Error::other(e.to_string())))
+        }
+        other => other?,
+    }
+    out.flush().map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_end_inside_the_data_cannot_end_the_script() {
+        let mut entry: Entry = crate::journal::read_jsonl(
+            br#"{"seq":1,"at_us":5,"broker":1,"conn":1,"peer":"127.0.0.1:1","client_id":"</script><b>","api":"Metadata","version":9,"correlation_id":1,"request":"other","bad_request":null,"response":null,"faults":[]}"#
+                .as_slice(),
+        )
+        .unwrap()
+        .remove(0);
+        entry.client_id = Some("</script><b>".into());
+        let mut out = Vec::new();
+        write_report(&mut out, "t<i>", &[entry], &Report::default(), 0).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        assert!(!html.contains("</script><b>"), "unescaped");
+        assert!(html.contains(r#""client_id":"\u003c/script>\u003cb>""#));
+        assert!(html.contains("<title>t&lt;i&gt;</title>"));
+        assert_eq!(html.matches("</script>").count(), 2, "data and script only");
+    }
+
+    #[test]
+    fn error_codes_are_named_as_kafka_names_them() {
+        let names = error_names();
+        assert_eq!(names[&45], "OUT_OF_ORDER_SEQUENCE_NUMBER");
+        assert_eq!(names[&-1], "UNKNOWN_SERVER_ERROR");
+    }
+}
