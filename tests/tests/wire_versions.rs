@@ -4,6 +4,8 @@
 //! produce got, the records a fetch read, the group a join created, ...).
 
 mod common;
+#[path = "wire_versions/admin.rs"]
+mod admin;
 #[path = "wire_versions/consumer.rs"]
 mod consumer;
 #[path = "wire_versions/txn.rs"]
@@ -457,6 +459,7 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
             consumer::check(f, api, v).await?
         }
+        ApiKey::DeleteRecords => admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

@@ -355,6 +355,7 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::TxnOffsetCommit(r) => set!(r, 0),
         ResponseKind::ConsumerGroupHeartbeat(r) => set!(r, 0),
         ResponseKind::ConsumerGroupDescribe(r) => set!(r, 0),
+        ResponseKind::DeleteRecords(r) => set!(r, 0),
         _ => false,
     }
 }

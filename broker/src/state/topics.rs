@@ -120,6 +120,36 @@ impl Partition {
             .push((self.leader_epoch, self.log.log_end_offset()));
     }
 
+    /// Deletes the records before `offset` (DeleteRecords; -1 means the high watermark), as
+    /// Kafka's `Partition.deleteRecordsOnLeader`: the log start offset moves up to it (never
+    /// down), and the leader epoch history forgets what starts below it (the last epoch
+    /// starting at or below the new log start offset now starts there, as Kafka's
+    /// `LeaderEpochFileCache.truncateFromStart`). Returns the log start offset after it (the
+    /// answer's low watermark). The caller checks leadership first.
+    ///
+    /// # Errors
+    /// OFFSET_OUT_OF_RANGE for an offset below -1 or past the high watermark.
+    pub fn delete_records(&mut self, offset: i64) -> Result<i64, ResponseError> {
+        let offset = if offset == -1 {
+            self.log.high_watermark()
+        } else {
+            offset
+        };
+        if offset < 0 {
+            return Err(ResponseError::OffsetOutOfRange);
+        }
+        if self.log.delete_records_before(offset)? {
+            let start = self.log.log_start_offset();
+            let below = self.epoch_starts.partition_point(|(_, s)| *s <= start);
+            if below > 0 {
+                let (epoch, _) = self.epoch_starts[below - 1];
+                self.epoch_starts.drain(..below);
+                self.epoch_starts.insert(0, (epoch, start));
+            }
+        }
+        Ok(self.log.log_start_offset())
+    }
+
     /// Checks that broker `node` may answer for this partition as its leader, in Kafka's order
     /// (`ReplicaManager.getPartitionOrException`, then `Partition.getLocalLog`): a broker
     /// holding no replica answers NOT_LEADER_OR_FOLLOWER; one holding a replica first checks
@@ -201,6 +231,7 @@ struct ParsedConfigs {
     max_message_bytes: usize,
     min_insync_replicas: i64,
     compacted: bool,
+    deletes: bool,
     log_append_time: bool,
 }
 
@@ -219,6 +250,8 @@ impl ParsedConfigs {
             min_insync_replicas: number("min.insync.replicas"),
             compacted: config("cleanup.policy")
                 .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact")),
+            deletes: config("cleanup.policy")
+                .is_some_and(|p| p.split(',').any(|x| x.trim() == "delete")),
             log_append_time: config("message.timestamp.type") == Some("LogAppendTime"),
         }
     }
@@ -289,6 +322,11 @@ impl Topic {
     /// Whether `cleanup.policy` includes `compact` (every record then needs a key).
     pub fn compacted(&self) -> bool {
         self.parsed.compacted
+    }
+
+    /// Whether `cleanup.policy` includes `delete` (DeleteRecords is refused otherwise).
+    pub fn deletes(&self) -> bool {
+        self.parsed.deletes
     }
 
     /// Whether the broker stamps batches with LogAppendTime.

@@ -14,6 +14,7 @@
 
 pub mod batches;
 mod configs;
+mod delete_records;
 mod each_version;
 mod edges;
 mod fetch;
@@ -86,6 +87,7 @@ pub fn all() -> Vec<Case> {
         ids::CASES,
         paths::CASES,
         each_version::CASES,
+        delete_records::CASES,
     ]
     .concat()
 }
