@@ -3,9 +3,9 @@
 //! Kafka gives that request and the fields that show the API did its work (the offset a
 //! produce got, the records a fetch read, the group a join created, ...).
 
-mod common;
 #[path = "wire_versions/admin.rs"]
 mod admin;
+mod common;
 #[path = "wire_versions/consumer.rs"]
 mod consumer;
 #[path = "wire_versions/txn.rs"]
@@ -459,7 +459,10 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
             consumer::check(f, api, v).await?
         }
-        ApiKey::DeleteRecords => admin::check(f, api, v).await?,
+        ApiKey::DeleteRecords
+        | ApiKey::AlterConfigs
+        | ApiKey::IncrementalAlterConfigs
+        | ApiKey::DescribeTopicPartitions => admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

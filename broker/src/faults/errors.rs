@@ -356,6 +356,9 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::ConsumerGroupHeartbeat(r) => set!(r, 0),
         ResponseKind::ConsumerGroupDescribe(r) => set!(r, 0),
         ResponseKind::DeleteRecords(r) => set!(r, 0),
+        ResponseKind::AlterConfigs(r) => set!(r, 0),
+        ResponseKind::IncrementalAlterConfigs(r) => set!(r, 0),
+        ResponseKind::DescribeTopicPartitions(r) => set!(r, 0),
         _ => false,
     }
 }

@@ -88,7 +88,9 @@ fn delete(
     offset: i64,
 ) -> Result<i64, ResponseError> {
     let internal_exists = match name {
-        "__consumer_offsets" => usize::try_from(index).is_ok_and(|i| i < state.consumer_offsets.len()),
+        "__consumer_offsets" => {
+            usize::try_from(index).is_ok_and(|i| i < state.consumer_offsets.len())
+        }
         "__transaction_state" => {
             usize::try_from(index).is_ok_and(|i| i < state.transaction_state.len())
         }

@@ -8,7 +8,9 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_configs;
 pub mod api_versions;
+mod config_changes;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
@@ -20,11 +22,13 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_producers;
+pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
+pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
@@ -142,6 +146,15 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
         consumer_group_describe::VERSIONS,
     ),
     (ApiKey::DeleteRecords, delete_records::VERSIONS),
+    (ApiKey::AlterConfigs, alter_configs::VERSIONS),
+    (
+        ApiKey::IncrementalAlterConfigs,
+        incremental_alter_configs::VERSIONS,
+    ),
+    (
+        ApiKey::DescribeTopicPartitions,
+        describe_topic_partitions::VERSIONS,
+    ),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -248,6 +261,15 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         }
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(delete_records::handle(ctx, r, v))
+        }
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(alter_configs::handle(ctx, r, v))
+        }
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(ctx, r, v))
+        }
+        RequestKind::DescribeTopicPartitions(r) => {
+            ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(ctx, r, v))
         }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))

@@ -218,14 +218,14 @@ pub struct Topic {
     pub replication_factor: usize,
     /// Partitions, indexed by partition number.
     pub partitions: Vec<Partition>,
-    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
+    /// Config overrides (of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
     configs: BTreeMap<String, String>,
     /// What Produce reads of them, parsed once when they are set.
     parsed: ParsedConfigs,
 }
 
 /// The configs every Produce reads, parsed from their strings once, when the topic's configs
-/// are set (they are set only at creation), instead of on every request.
+/// are set (at creation and by the config APIs), instead of on every request.
 #[derive(Debug, Clone, Copy)]
 struct ParsedConfigs {
     max_message_bytes: usize,
@@ -299,9 +299,17 @@ impl Topic {
         }
     }
 
-    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
+    /// The topic's config overrides (of [`TOPIC_CONFIG_DEFAULTS`]), as strings: set at
+    /// creation, changed by AlterConfigs and IncrementalAlterConfigs.
     pub fn configs(&self) -> &BTreeMap<String, String> {
         &self.configs
+    }
+
+    /// Replaces the topic's config overrides (checked by [`validate_configs`] first); what
+    /// Produce reads of them takes effect from the next request.
+    pub fn set_configs(&mut self, configs: BTreeMap<String, String>) {
+        self.parsed = ParsedConfigs::parse(&configs);
+        self.configs = configs;
     }
 
     /// The effective value of a config: the override, else Kafka's default.
@@ -436,7 +444,17 @@ pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String
             }
         };
         match name.as_str() {
-            "cleanup.policy" => one_of(&["delete", "compact", "compact,delete", "delete,compact"]),
+            // A list of `delete` and `compact`, empty included (Kafka's `ValidList`).
+            "cleanup.policy" => match value
+                .split(',')
+                .map(str::trim)
+                .find(|p| !matches!(*p, "delete" | "compact" | ""))
+            {
+                None => Ok(()),
+                Some(p) => Err(format!(
+                    "{name} is a list of \"delete\" and \"compact\", not {p:?}"
+                )),
+            },
             "compression.type" => {
                 one_of(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"])
             }

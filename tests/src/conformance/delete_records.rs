@@ -3,7 +3,9 @@
 //! range, and the errors of unknown partitions, a compacted topic and a partition named twice.
 
 use anyhow::Result;
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::DeleteRecordsRequest;
 use kmock_client::Client;
 
@@ -110,7 +112,12 @@ async fn delete_records_errors(cx: Ctx) -> Result<Lines> {
         &cx,
         &client,
         2,
-        &[(&unknown, 0, 0), (&full, 1, 0), (&compact, 0, 0), (&both, 0, 0)],
+        &[
+            (&unknown, 0, 0),
+            (&full, 1, 0),
+            (&compact, 0, 0),
+            (&both, 0, 0),
+        ],
     )
     .await?;
     lines.extend(delete(&cx, &client, 2, &[(&compact, 0, -1)]).await?);

@@ -12,9 +12,11 @@
 //! Each case works on topics of its own ([`Ctx::topic`]: the case's name and a run id), so the
 //! cases share one broker without seeing each other.
 
+mod alter_configs;
 pub mod batches;
 mod configs;
 mod delete_records;
+mod describe_topic_partitions;
 mod each_version;
 mod edges;
 mod fetch;
@@ -88,6 +90,8 @@ pub fn all() -> Vec<Case> {
         paths::CASES,
         each_version::CASES,
         delete_records::CASES,
+        alter_configs::CASES,
+        describe_topic_partitions::CASES,
     ]
     .concat()
 }

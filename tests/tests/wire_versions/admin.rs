@@ -1,13 +1,23 @@
 //! The admin APIs of `wire_versions` that change or describe logs, configs and partitions:
 //! DeleteRecords moves `t`-0's log start offset one further at each version (the partition led
-//! elsewhere is refused).
+//! elsewhere is refused); AlterConfigs and IncrementalAlterConfigs set `t`'s `retention.ms` to
+//! a value of their own at each version, which DescribeConfigs then shows;
+//! DescribeTopicPartitions pages through every topic one partition at a time.
 
 use anyhow::{anyhow, Result};
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
-use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
+use kafka_protocol::messages::{
+    alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest, ApiKey,
+    DeleteRecordsRequest, DescribeConfigsRequest, DescribeTopicPartitionsRequest,
+    IncrementalAlterConfigsRequest,
+};
 
 use super::{partition_codes, Fixture, LED_ELSEWHERE, LED_HERE};
-use crate::common::{name, same};
+use crate::common::{code_is, name, same, text};
 
 /// Checks the answer of `api` at `v`.
 pub async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
@@ -40,7 +50,114 @@ pub async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
             let low: Vec<i64> = partitions.iter().map(|p| p.low_watermark).collect();
             same("low watermarks", low, vec![offset, -1])?;
         }
+        ApiKey::AlterConfigs => {
+            let value = format!("{}", 1000 + i32::from(v));
+            let request = AlterConfigsRequest::default().with_resources(vec![
+                alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(text("t"))
+                    .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                        .with_name(text("retention.ms"))
+                        .with_value(Some(text(&value)))]),
+            ]);
+            let answer = f.broker().await?.send(request, v).await?;
+            code_is("AlterConfigs", answer.responses[0].error_code, None)?;
+            same("retention.ms", retention_ms(f).await?, value)?;
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            let value = format!("{}", 2000 + i32::from(v));
+            let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+                incremental_alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(text("t"))
+                    .with_configs(vec![
+                        incremental_alter_configs_request::AlterableConfig::default()
+                            .with_name(text("retention.ms"))
+                            .with_config_operation(0)
+                            .with_value(Some(text(&value))),
+                    ]),
+            ]);
+            let answer = f.broker().await?.send(request, v).await?;
+            code_is(
+                "IncrementalAlterConfigs",
+                answer.responses[0].error_code,
+                None,
+            )?;
+            same("retention.ms", retention_ms(f).await?, value)?;
+        }
+        ApiKey::DescribeTopicPartitions => {
+            // Every topic, one partition a page: each partition once, in name order.
+            let client = f.broker().await?;
+            let mut cursor: Option<Cursor> = None;
+            let mut seen = Vec::new();
+            loop {
+                let request = DescribeTopicPartitionsRequest::default()
+                    .with_response_partition_limit(1)
+                    .with_cursor(cursor.take());
+                let answer = client.send(request, v).await?;
+                for t in &answer.topics {
+                    code_is("DescribeTopicPartitions", t.error_code, None)?;
+                    let topic = t.name.as_ref().map_or("", |n| n.0.as_str()).to_owned();
+                    seen.extend(
+                        t.partitions
+                            .iter()
+                            .map(|p| (topic.clone(), p.partition_index)),
+                    );
+                }
+                match answer.next_cursor {
+                    Some(next) => {
+                        cursor = Some(
+                            Cursor::default()
+                                .with_topic_name(next.topic_name)
+                                .with_partition_index(next.partition_index),
+                        )
+                    }
+                    None => break,
+                }
+                if seen.len() > 100 {
+                    return Err(anyhow!("paging does not end: {seen:?}"));
+                }
+            }
+            let mut expected = seen.clone();
+            expected.sort();
+            expected.dedup();
+            same("partitions paged through", seen.clone(), expected)?;
+            same(
+                "t's partitions",
+                seen.iter().filter(|(t, _)| t == "t").count(),
+                2,
+            )?;
+            let named = client
+                .send(
+                    DescribeTopicPartitionsRequest::default()
+                        .with_topics(vec![TopicRequest::default().with_name(name("t"))])
+                        .with_response_partition_limit(10),
+                    v,
+                )
+                .await?;
+            let leaders: Vec<i32> = named.topics[0]
+                .partitions
+                .iter()
+                .map(|p| p.leader_id.0)
+                .collect();
+            same("t's leaders", leaders, vec![1, 2])?;
+        }
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())
+}
+
+/// `t`'s `retention.ms`, as DescribeConfigs answers it.
+async fn retention_ms(f: &Fixture) -> Result<String> {
+    let request =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(text("t"))
+            .with_configuration_keys(Some(vec![text("retention.ms")]))]);
+    let answer = f.broker().await?.send(request, 4).await?;
+    let config = answer.results[0]
+        .configs
+        .first()
+        .ok_or(anyhow!("no retention.ms described"))?;
+    Ok(config.value.as_deref().unwrap_or("null").to_owned())
 }
