@@ -359,6 +359,8 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::AlterConfigs(r) => set!(r, 0),
         ResponseKind::IncrementalAlterConfigs(r) => set!(r, 0),
         ResponseKind::DescribeTopicPartitions(r) => set!(r, 0),
+        ResponseKind::ElectLeaders(r) => set!(r, 0),
+        ResponseKind::DescribeLogDirs(r) => set!(r, 0),
         _ => false,
     }
 }

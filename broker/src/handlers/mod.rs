@@ -21,9 +21,11 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
+pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -155,6 +157,8 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
         ApiKey::DescribeTopicPartitions,
         describe_topic_partitions::VERSIONS,
     ),
+    (ApiKey::ElectLeaders, elect_leaders::VERSIONS),
+    (ApiKey::DescribeLogDirs, describe_log_dirs::VERSIONS),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -270,6 +274,12 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         }
         RequestKind::DescribeTopicPartitions(r) => {
             ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(ctx, r, v))
+        }
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(elect_leaders::handle(ctx, r, v))
+        }
+        RequestKind::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(describe_log_dirs::handle(ctx, r, v))
         }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))
