@@ -462,7 +462,9 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         ApiKey::DeleteRecords
         | ApiKey::AlterConfigs
         | ApiKey::IncrementalAlterConfigs
-        | ApiKey::DescribeTopicPartitions => admin::check(f, api, v).await?,
+        | ApiKey::DescribeTopicPartitions
+        | ApiKey::ElectLeaders
+        | ApiKey::DescribeLogDirs => admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

@@ -26,6 +26,7 @@ mod ids;
 mod offsets;
 mod paths;
 mod produce;
+mod replicas;
 mod topics;
 mod transactions;
 mod versions;
@@ -92,6 +93,7 @@ pub fn all() -> Vec<Case> {
         delete_records::CASES,
         alter_configs::CASES,
         describe_topic_partitions::CASES,
+        replicas::CASES,
     ]
     .concat()
 }

@@ -2,18 +2,22 @@
 //! DeleteRecords moves `t`-0's log start offset one further at each version (the partition led
 //! elsewhere is refused); AlterConfigs and IncrementalAlterConfigs set `t`'s `retention.ms` to
 //! a value of their own at each version, which DescribeConfigs then shows;
-//! DescribeTopicPartitions pages through every topic one partition at a time.
+//! DescribeTopicPartitions pages through every topic one partition at a time; ElectLeaders
+//! moves `t`-1's leader back to its preferred replica after the test moved it away, and
+//! DescribeLogDirs lists broker 1's replicas of `t`.
 
 use anyhow::{anyhow, Result};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::{
     alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest, ApiKey,
-    DeleteRecordsRequest, DescribeConfigsRequest, DescribeTopicPartitionsRequest,
-    IncrementalAlterConfigsRequest,
+    DeleteRecordsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
+    DescribeTopicPartitionsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest,
 };
 
 use super::{partition_codes, Fixture, LED_ELSEWHERE, LED_HERE};
@@ -141,6 +145,60 @@ pub async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
                 .map(|p| p.leader_id.0)
                 .collect();
             same("t's leaders", leaders, vec![1, 2])?;
+        }
+        ApiKey::ElectLeaders => {
+            f.cluster.move_leader("t", LED_ELSEWHERE, 1)?;
+            let request = ElectLeadersRequest::default()
+                .with_timeout_ms(30_000)
+                .with_topic_partitions(Some(vec![TopicPartitions::default()
+                    .with_topic(name("t"))
+                    .with_partitions(vec![LED_HERE, LED_ELSEWHERE])]));
+            let answer = f.broker().await?.send(request, v).await?;
+            code_is("ElectLeaders", answer.error_code, None)?;
+            let codes: Vec<(i32, i16)> = answer.replica_election_results[0]
+                .partition_result
+                .iter()
+                .map(|p| (p.partition_id, p.error_code))
+                .collect();
+            same(
+                "elections",
+                codes,
+                vec![
+                    (
+                        LED_HERE,
+                        kafka_protocol::ResponseError::ElectionNotNeeded.code(),
+                    ),
+                    (LED_ELSEWHERE, 0),
+                ],
+            )?;
+            same(
+                "t-1's leader",
+                f.cluster.leader("t", LED_ELSEWHERE),
+                Some(2),
+            )?;
+        }
+        ApiKey::DescribeLogDirs => {
+            let request = DescribeLogDirsRequest::default().with_topics(Some(vec![
+                DescribableLogDirTopic::default()
+                    .with_topic(name("t"))
+                    .with_partitions(vec![LED_HERE, LED_ELSEWHERE]),
+            ]));
+            let answer = f.broker().await?.send(request, v).await?;
+            code_is("DescribeLogDirs", answer.error_code, None)?;
+            same("log dirs", answer.results.len(), 1)?;
+            let t = &answer.results[0].topics;
+            same("topics", t.len(), 1)?;
+            let sizes: Vec<(i32, bool)> = t[0]
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.partition_size > 0))
+                .collect();
+            // t-0 holds every Produce version's record; t-1 nothing.
+            same(
+                "replicas and sizes",
+                sizes,
+                vec![(LED_HERE, true), (LED_ELSEWHERE, false)],
+            )?;
         }
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
