@@ -464,7 +464,9 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         | ApiKey::IncrementalAlterConfigs
         | ApiKey::DescribeTopicPartitions
         | ApiKey::ElectLeaders
-        | ApiKey::DescribeLogDirs => admin::check(f, api, v).await?,
+        | ApiKey::DescribeLogDirs
+        | ApiKey::AlterPartitionReassignments
+        | ApiKey::ListPartitionReassignments => admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

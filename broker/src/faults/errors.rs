@@ -361,6 +361,8 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::DescribeTopicPartitions(r) => set!(r, 0),
         ResponseKind::ElectLeaders(r) => set!(r, 0),
         ResponseKind::DescribeLogDirs(r) => set!(r, 0),
+        ResponseKind::AlterPartitionReassignments(r) => set!(r, 0),
+        ResponseKind::ListPartitionReassignments(r) => set!(r, 0),
         _ => false,
     }
 }

@@ -88,7 +88,7 @@ pub fn handle(
         );
     }
     let down = &state.down;
-    let mut remaining = request.response_partition_limit.min(MAX_PARTITIONS).max(1) as usize;
+    let mut remaining = request.response_partition_limit.clamp(1, MAX_PARTITIONS) as usize;
     let mut response = DescribeTopicPartitionsResponse::default();
     for name in &names {
         if remaining == 0 {

@@ -9,6 +9,7 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
+pub mod alter_partition_reassignments;
 pub mod api_versions;
 mod config_changes;
 pub mod consumer_group_describe;
@@ -36,6 +37,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
 mod offset_answers;
@@ -159,6 +161,14 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
     ),
     (ApiKey::ElectLeaders, elect_leaders::VERSIONS),
     (ApiKey::DescribeLogDirs, describe_log_dirs::VERSIONS),
+    (
+        ApiKey::AlterPartitionReassignments,
+        alter_partition_reassignments::VERSIONS,
+    ),
+    (
+        ApiKey::ListPartitionReassignments,
+        list_partition_reassignments::VERSIONS,
+    ),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -281,6 +291,12 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         RequestKind::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(describe_log_dirs::handle(ctx, r, v))
         }
+        RequestKind::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
+            alter_partition_reassignments::handle(ctx, r, v),
+        ),
+        RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
+            list_partition_reassignments::handle(ctx, r, v),
+        ),
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))
 }

@@ -32,8 +32,11 @@ const DELETE: i8 = 1;
 const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
 
-/// A resource of an IncrementalAlterConfigs: (type, name, [(key, operation, value)]).
-type Resource<'a> = (i8, &'a str, &'a [(&'a str, i8, Option<&'a str>)]);
+/// A resource's operations: (key, operation, value).
+type Ops<'a> = &'a [(&'a str, i8, Option<&'a str>)];
+
+/// A resource of an IncrementalAlterConfigs: (type, name, operations).
+type Resource<'a> = (i8, &'a str, Ops<'a>);
 
 /// IncrementalAlterConfigs at `version`: one line per resource answer, `  TYPE NAME: ERROR`.
 async fn incremental(
@@ -130,7 +133,7 @@ async fn incremental_alter_configs_operations(cx: Ctx) -> Result<Lines> {
     let client = cx.connect().await?;
     let full = cx.create(&client, "t", 1, &[]).await?;
     let t = full.as_str();
-    let steps: &[(i16, bool, &[(&str, i8, Option<&str>)])] = &[
+    let steps: &[(i16, bool, Ops)] = &[
         (0, false, &[("cleanup.policy", APPEND, Some("compact"))]),
         (1, false, &[("cleanup.policy", SUBTRACT, Some("delete"))]),
         (

@@ -26,6 +26,7 @@ mod ids;
 mod offsets;
 mod paths;
 mod produce;
+mod reassignments;
 mod replicas;
 mod topics;
 mod transactions;
@@ -94,6 +95,7 @@ pub fn all() -> Vec<Case> {
         alter_configs::CASES,
         describe_topic_partitions::CASES,
         replicas::CASES,
+        reassignments::CASES,
     ]
     .concat()
 }

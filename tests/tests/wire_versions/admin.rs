@@ -4,9 +4,14 @@
 //! a value of their own at each version, which DescribeConfigs then shows;
 //! DescribeTopicPartitions pages through every topic one partition at a time; ElectLeaders
 //! moves `t`-1's leader back to its preferred replica after the test moved it away, and
-//! DescribeLogDirs lists broker 1's replicas of `t`.
+//! DescribeLogDirs lists broker 1's replicas of `t`; AlterPartitionReassignments swaps the order
+//! of `t`-1's replicas and back (its leader stays), which Metadata shows, and
+//! ListPartitionReassignments lists nothing in progress.
 
 use anyhow::{anyhow, Result};
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
@@ -15,9 +20,10 @@ use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::{
-    alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest, ApiKey,
-    DeleteRecordsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
-    DescribeTopicPartitionsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest,
+    alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, DeleteRecordsRequest,
+    DescribeConfigsRequest, DescribeLogDirsRequest, DescribeTopicPartitionsRequest,
+    ElectLeadersRequest, IncrementalAlterConfigsRequest, ListPartitionReassignmentsRequest,
 };
 
 use super::{partition_codes, Fixture, LED_ELSEWHERE, LED_HERE};
@@ -199,6 +205,55 @@ pub async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
                 sizes,
                 vec![(LED_HERE, true), (LED_ELSEWHERE, false)],
             )?;
+        }
+        ApiKey::AlterPartitionReassignments => {
+            let client = f.broker().await?;
+            for order in [[1, 2], [2, 1]] {
+                let request = AlterPartitionReassignmentsRequest::default()
+                    .with_timeout_ms(30_000)
+                    .with_topics(vec![ReassignableTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![
+                            ReassignablePartition::default()
+                                .with_partition_index(LED_ELSEWHERE)
+                                .with_replicas(Some(order.map(BrokerId).to_vec())),
+                            ReassignablePartition::default()
+                                .with_partition_index(5)
+                                .with_replicas(Some(vec![BrokerId(1)])),
+                        ])]);
+                let answer = client.send(request, v).await?;
+                code_is("AlterPartitionReassignments", answer.error_code, None)?;
+                let codes: Vec<(i32, i16)> = answer.responses[0]
+                    .partitions
+                    .iter()
+                    .map(|p| (p.partition_index, p.error_code))
+                    .collect();
+                same(
+                    "reassignments",
+                    codes,
+                    vec![
+                        (LED_ELSEWHERE, 0),
+                        (
+                            5,
+                            kafka_protocol::ResponseError::UnknownTopicOrPartition.code(),
+                        ),
+                    ],
+                )?;
+                let metadata = client.metadata(Some(&["t"])).await?;
+                let p = &metadata.topics[0].partitions[LED_ELSEWHERE as usize];
+                let replicas: Vec<i32> = p.replica_nodes.iter().map(|b| b.0).collect();
+                same("t-1's replicas", replicas, order.to_vec())?;
+                same("t-1's leader", p.leader_id.0, 2)?;
+            }
+        }
+        ApiKey::ListPartitionReassignments => {
+            let answer = f
+                .broker()
+                .await?
+                .send(ListPartitionReassignmentsRequest::default(), v)
+                .await?;
+            code_is("ListPartitionReassignments", answer.error_code, None)?;
+            same("reassignments in progress", answer.topics.len(), 0)?;
         }
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
