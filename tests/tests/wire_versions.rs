@@ -459,14 +459,7 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
             consumer::check(f, api, v).await?
         }
-        ApiKey::DeleteRecords
-        | ApiKey::AlterConfigs
-        | ApiKey::IncrementalAlterConfigs
-        | ApiKey::DescribeTopicPartitions
-        | ApiKey::ElectLeaders
-        | ApiKey::DescribeLogDirs
-        | ApiKey::AlterPartitionReassignments
-        | ApiKey::ListPartitionReassignments => admin::check(f, api, v).await?,
+        api if admin::APIS.contains(&api) => admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

@@ -29,6 +29,18 @@ use kafka_protocol::messages::{
 use super::{partition_codes, Fixture, LED_ELSEWHERE, LED_HERE};
 use crate::common::{code_is, name, same, text};
 
+/// The APIs [`check`] knows.
+pub const APIS: &[ApiKey] = &[
+    ApiKey::DeleteRecords,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeTopicPartitions,
+    ApiKey::ElectLeaders,
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+];
+
 /// Checks the answer of `api` at `v`.
 pub async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
     match api {
