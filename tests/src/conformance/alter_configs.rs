@@ -160,8 +160,18 @@ async fn incremental_alter_configs_operations(cx: Ctx) -> Result<Lines> {
         ),
         (1, false, &[("no.such.config", DELETE, None)]),
     ];
+    // What DescribeConfigs shows after each step: (cleanup.policy, retention.ms).
+    let after = [
+        ("delete,compact", "604800000"),
+        ("compact", "604800000"),
+        ("", "1000"),
+        ("delete,compact", "1000"),
+        ("delete,compact", "1000"),
+        ("delete", "604800000"),
+        ("delete", "604800000"),
+    ];
     let mut lines = Vec::new();
-    for (version, validate_only, configs) in steps {
+    for ((version, validate_only, configs), (policy, retention)) in steps.iter().zip(after) {
         lines.extend(
             incremental(
                 &cx,
@@ -172,7 +182,28 @@ async fn incremental_alter_configs_operations(cx: Ctx) -> Result<Lines> {
             )
             .await?,
         );
-        lines.extend(describe(&cx, &client, 4, false, &[(TOPIC, t, Some(KEYS))]).await?);
+        let expect = [("cleanup.policy", policy), ("retention.ms", retention)];
+        lines.extend(settled(&cx, &client, t, &expect).await?);
+    }
+    Ok(lines)
+}
+
+/// DescribeConfigs of [`KEYS`] of topic `t` ([`describe`]'s lines) once it shows every
+/// `expect`ed value (or after 100 tries): a Kafka broker answers DescribeConfigs from its
+/// metadata, which the controller's change reaches a moment after the answer to the change.
+async fn settled(cx: &Ctx, client: &Client, t: &str, expect: &[(&str, &str)]) -> Result<Lines> {
+    let mut lines = describe(cx, client, 4, false, &[(TOPIC, t, Some(KEYS))]).await?;
+    for _ in 0..100 {
+        let shows = |(k, v): &(&str, &str)| {
+            let prefix = format!("  {k}={v} ");
+            lines.iter().any(|l| l.starts_with(&prefix))
+        };
+        if expect.iter().all(shows) {
+            break;
+        }
+        // Waiting for the broker's metadata to catch up; nothing on the wire announces it.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        lines = describe(cx, client, 4, false, &[(TOPIC, t, Some(KEYS))]).await?;
     }
     Ok(lines)
 }
@@ -236,16 +267,7 @@ async fn incremental_alter_configs_errors(cx: Ctx) -> Result<Lines> {
         )
         .await?,
     );
-    lines.extend(
-        describe(
-            &cx,
-            &client,
-            4,
-            false,
-            &[(TOPIC, t, Some(&["retention.ms"]))],
-        )
-        .await?,
-    );
+    lines.extend(settled(&cx, &client, t, &[("retention.ms", "1000")]).await?);
     Ok(lines)
 }
 
@@ -287,36 +309,57 @@ async fn incremental_alter_configs_take_effect(cx: Ctx) -> Result<Lines> {
     let full = cx.create(&client, "t", 1, &[]).await?;
     let t = full.as_str();
     let mut lines = vec![produce(&client, t).await?];
-    for (key, value) in [
-        ("max.message.bytes", "100"),
-        ("message.timestamp.type", "LogAppendTime"),
-        ("min.insync.replicas", "2"),
-        ("cleanup.policy", "compact"),
+    // (key, value, the Produce answer once it is set, once it is deleted again).
+    for (key, value, set, deleted) in [
+        (
+            "max.message.bytes",
+            "100",
+            "MessageTooLarge log append time -1",
+            "NONE log append time -1",
+        ),
+        (
+            "message.timestamp.type",
+            "LogAppendTime",
+            "NONE log append time set",
+            "NONE log append time -1",
+        ),
+        (
+            "min.insync.replicas",
+            "2",
+            "NONE log append time -1",
+            "NONE log append time -1",
+        ),
+        (
+            "cleanup.policy",
+            "compact",
+            "NONE log append time -1",
+            "NONE log append time -1",
+        ),
     ] {
-        lines.extend(
-            incremental(
-                &cx,
-                &client,
-                1,
-                false,
-                &[(TOPIC, t, &[(key, SET, Some(value))])],
-            )
-            .await?,
-        );
-        lines.push(produce(&client, t).await?);
-        lines.extend(
-            incremental(
-                &cx,
-                &client,
-                1,
-                false,
-                &[(TOPIC, t, &[(key, DELETE, None)])],
-            )
-            .await?,
-        );
-        lines.push(produce(&client, t).await?);
+        let ops: Ops = &[(key, SET, Some(value))];
+        lines.extend(incremental(&cx, &client, 1, false, &[(TOPIC, t, ops)]).await?);
+        lines.push(produce_until(&client, t, set).await?);
+        let ops: Ops = &[(key, DELETE, None)];
+        lines.extend(incremental(&cx, &client, 1, false, &[(TOPIC, t, ops)]).await?);
+        lines.push(produce_until(&client, t, deleted).await?);
     }
     Ok(lines)
+}
+
+/// [`produce`] until its answer is `expected` (or 100 tries): Kafka's brokers apply a topic's
+/// changed configs when the controller's record reaches them, a moment after the answer to
+/// IncrementalAlterConfigs (kmock at once). Returns the last answer.
+async fn produce_until(client: &Client, full: &str, expected: &str) -> Result<String> {
+    let mut line = produce(client, full).await?;
+    for _ in 0..100 {
+        if line.ends_with(expected) {
+            break;
+        }
+        // Waiting for the broker to apply the change; nothing on the wire announces it.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        line = produce(client, full).await?;
+    }
+    Ok(line)
 }
 
 /// AlterConfigs sets the configs given and sends every other back to its default; a
@@ -345,7 +388,12 @@ async fn alter_configs_replaces_every_config(cx: Ctx) -> Result<Lines> {
         )
         .await?,
     );
-    lines.extend(describe(&cx, &client, 4, false, &[(TOPIC, t, Some(KEYS))]).await?);
+    let replaced = [
+        ("max.message.bytes", "2000"),
+        ("retention.ms", "604800000"),
+        ("cleanup.policy", "delete"),
+    ];
+    lines.extend(settled(&cx, &client, t, &replaced).await?);
     lines.extend(
         legacy(
             &cx,
@@ -356,9 +404,10 @@ async fn alter_configs_replaces_every_config(cx: Ctx) -> Result<Lines> {
         )
         .await?,
     );
-    lines.extend(describe(&cx, &client, 4, false, &[(TOPIC, t, Some(KEYS))]).await?);
+    lines.extend(settled(&cx, &client, t, &replaced).await?);
     lines.extend(legacy(&cx, &client, 2, false, (TOPIC, t, &[])).await?);
-    lines.extend(describe(&cx, &client, 4, false, &[(TOPIC, t, Some(KEYS))]).await?);
+    let defaults = [("max.message.bytes", "1048588")];
+    lines.extend(settled(&cx, &client, t, &defaults).await?);
     for (kind, resource, configs) in [
         (TOPIC, t, &[("no.such.config", Some("1"))][..]),
         (TOPIC, t, &[("retention.ms", Some("soon"))][..]),
