@@ -3,6 +3,8 @@
 //! Kafka gives that request and the fields that show the API did its work (the offset a
 //! produce got, the records a fetch read, the group a join created, ...).
 
+#[path = "wire_versions/admin.rs"]
+mod admin;
 mod common;
 #[path = "wire_versions/consumer.rs"]
 mod consumer;
@@ -457,6 +459,7 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
             consumer::check(f, api, v).await?
         }
+        api if admin::APIS.contains(&api) => admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

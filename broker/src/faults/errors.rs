@@ -355,6 +355,14 @@ pub(crate) fn with_throttle(response: &mut ResponseKind, version: i16, throttle_
         ResponseKind::TxnOffsetCommit(r) => set!(r, 0),
         ResponseKind::ConsumerGroupHeartbeat(r) => set!(r, 0),
         ResponseKind::ConsumerGroupDescribe(r) => set!(r, 0),
+        ResponseKind::DeleteRecords(r) => set!(r, 0),
+        ResponseKind::AlterConfigs(r) => set!(r, 0),
+        ResponseKind::IncrementalAlterConfigs(r) => set!(r, 0),
+        ResponseKind::DescribeTopicPartitions(r) => set!(r, 0),
+        ResponseKind::ElectLeaders(r) => set!(r, 0),
+        ResponseKind::DescribeLogDirs(r) => set!(r, 0),
+        ResponseKind::AlterPartitionReassignments(r) => set!(r, 0),
+        ResponseKind::ListPartitionReassignments(r) => set!(r, 0),
         _ => false,
     }
 }

@@ -21,8 +21,10 @@
 //! recordings in `fixtures/conformance/`): ApiVersions itself stops at v4, the codec's highest,
 //! where Kafka 4.4 serves v5 (`api_versions_unsupported_version`); Produce is advertised from v3, where Kafka 4.4 advertises
 //! v0 and closes the connection of a v0–v2 request; ListOffsets, OffsetCommit, OffsetFetch,
-//! ApiVersions, DeleteGroups and TxnOffsetCommit stop one version below Kafka 4.4
-//! (`api_versions_implemented_apis`).
+//! ApiVersions, DeleteGroups, TxnOffsetCommit and DescribeLogDirs stop one version below Kafka
+//! 4.4 (`api_versions_implemented_apis`). Kafka 4.4 without a client telemetry plugin does not
+//! advertise GetTelemetrySubscriptions and PushTelemetry (`api_versions_every_api`); neither
+//! does kmock.
 
 use kafka_protocol::messages::api_versions_response::{
     ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,

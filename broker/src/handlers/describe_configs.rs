@@ -4,7 +4,8 @@
 //! topic UNKNOWN_TOPIC_OR_PARTITION; every topic config kmock knows, with the topic's overrides
 //! (source TOPIC_CONFIG) or Kafka's defaults (source DEFAULT_CONFIG). Broker resources (type 4,
 //! name = this broker's node id, or empty for the cluster default; another broker's id is
-//! INVALID_REQUEST, as Kafka's `ConfigHelper`): the broker defaults clients read.
+//! INVALID_REQUEST, as Kafka's `ConfigHelper`): the broker defaults clients read, and the
+//! dynamic broker configs AlterConfigs and IncrementalAlterConfigs set.
 //! `configuration_keys` filters the list; null or empty means every config.
 //!
 //! Deviations from Apache Kafka: broker configs are a short fixed list, not the whole
@@ -31,6 +32,10 @@ const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 /// Config source STATIC_BROKER_CONFIG.
 const SOURCE_STATIC_BROKER: i8 = 4;
+/// Config source DYNAMIC_BROKER_CONFIG (set for this broker).
+const SOURCE_DYNAMIC_BROKER: i8 = 1;
+/// Config source DYNAMIC_DEFAULT_BROKER_CONFIG (set cluster-wide).
+const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 5;
 
 /// Broker configs reported, with kmock's values.
 const BROKER_CONFIGS: &[(&str, &str)] = &[
@@ -124,7 +129,49 @@ fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfig
     }
 }
 
+/// The broker configs described: kmock's static values, overridden by the dynamic configs set
+/// for this broker (source DYNAMIC_BROKER_CONFIG) or cluster-wide (DYNAMIC_DEFAULT_BROKER_CONFIG),
+/// and the dynamic configs kmock does not describe otherwise.
 fn broker_configs(ctx: &Ctx<'_>) -> Vec<Config> {
+    let state = ctx.shared.state();
+    let dynamic = |k: &str| {
+        let here = state
+            .broker_configs
+            .get(&ctx.node_id.to_string())
+            .and_then(|c| c.get(k));
+        here.map(|v| (v.clone(), SOURCE_DYNAMIC_BROKER))
+            .or_else(|| {
+                state
+                    .broker_configs
+                    .get("")
+                    .and_then(|c| c.get(k))
+                    .map(|v| (v.clone(), SOURCE_DYNAMIC_DEFAULT_BROKER))
+            })
+    };
+    let mut configs = static_broker_configs(ctx);
+    for (k, value, source) in &mut configs {
+        if let Some((v, s)) = dynamic(k) {
+            (*value, *source) = (v, s);
+        }
+    }
+    let mut extra: Vec<&String> = state
+        .broker_configs
+        .iter()
+        .filter(|(name, _)| name.is_empty() || **name == ctx.node_id.to_string())
+        .flat_map(|(_, c)| c.keys())
+        .filter(|k| !BROKER_CONFIGS.iter().any(|(b, _)| b == k))
+        .collect();
+    extra.sort();
+    extra.dedup();
+    for k in extra {
+        if let Some((v, s)) = dynamic(k) {
+            configs.push((k.clone(), v, s));
+        }
+    }
+    configs
+}
+
+fn static_broker_configs(ctx: &Ctx<'_>) -> Vec<Config> {
     let config = &ctx.shared.config;
     BROKER_CONFIGS
         .iter()

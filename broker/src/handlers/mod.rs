@@ -8,27 +8,36 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_configs;
+pub mod alter_partition_reassignments;
 pub mod api_versions;
+mod config_changes;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_topic_partitions;
 pub mod describe_transactions;
+pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
+pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
 mod offset_answers;
@@ -140,6 +149,26 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
         ApiKey::ConsumerGroupDescribe,
         consumer_group_describe::VERSIONS,
     ),
+    (ApiKey::DeleteRecords, delete_records::VERSIONS),
+    (ApiKey::AlterConfigs, alter_configs::VERSIONS),
+    (
+        ApiKey::IncrementalAlterConfigs,
+        incremental_alter_configs::VERSIONS,
+    ),
+    (
+        ApiKey::DescribeTopicPartitions,
+        describe_topic_partitions::VERSIONS,
+    ),
+    (ApiKey::ElectLeaders, elect_leaders::VERSIONS),
+    (ApiKey::DescribeLogDirs, describe_log_dirs::VERSIONS),
+    (
+        ApiKey::AlterPartitionReassignments,
+        alter_partition_reassignments::VERSIONS,
+    ),
+    (
+        ApiKey::ListPartitionReassignments,
+        list_partition_reassignments::VERSIONS,
+    ),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -244,6 +273,30 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         RequestKind::ConsumerGroupDescribe(r) => {
             ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(ctx, r, v))
         }
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(delete_records::handle(ctx, r, v))
+        }
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(alter_configs::handle(ctx, r, v))
+        }
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(ctx, r, v))
+        }
+        RequestKind::DescribeTopicPartitions(r) => {
+            ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(ctx, r, v))
+        }
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(elect_leaders::handle(ctx, r, v))
+        }
+        RequestKind::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(describe_log_dirs::handle(ctx, r, v))
+        }
+        RequestKind::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
+            alter_partition_reassignments::handle(ctx, r, v),
+        ),
+        RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
+            list_partition_reassignments::handle(ctx, r, v),
+        ),
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))
 }

@@ -6,10 +6,17 @@
 //! open on the partition, or the high watermark when none is (Kafka's `UnifiedLog.
 //! firstUnstableOffset`); every aborted transaction is kept in an index, as Kafka's
 //! `.txnindex`, for read_committed fetches.
+//!
+//! DeleteRecords moves the log start offset ([`PartitionLog::delete_records_before`]); the
+//! batches below it stay stored, as Kafka keeps the segment holding them (the active one, a
+//! segment being 1 GiB) until its retention thread deletes whole segments, but no read goes
+//! below it.
 
 use std::collections::HashMap;
 
 use bytes::{Bytes, BytesMut};
+
+use kafka_protocol::ResponseError;
 
 use super::batch::{StoredBytes, ValidBatch};
 
@@ -124,15 +131,33 @@ impl PartitionLog {
     }
 
     /// Offset below which no transaction is open: the first offset of the oldest open
-    /// transaction, else the high watermark.
+    /// transaction (not below the log start offset, as Kafka's `UnifiedLog
+    /// .maybeIncrementFirstUnstableOffset`), else the high watermark.
     pub fn last_stable_offset(&self) -> i64 {
         self.ongoing
             .values()
             .copied()
             .min()
             .map_or(self.high_watermark(), |first| {
-                first.min(self.high_watermark())
+                first.max(self.log_start_offset).min(self.high_watermark())
             })
+    }
+
+    /// Moves the log start offset up to `offset` (DeleteRecords, Kafka's `UnifiedLog
+    /// .maybeIncrementLogStartOffset`): an offset at or below the log start offset changes
+    /// nothing. Returns whether it moved.
+    ///
+    /// # Errors
+    /// OFFSET_OUT_OF_RANGE for an offset past the high watermark.
+    pub fn delete_records_before(&mut self, offset: i64) -> Result<bool, ResponseError> {
+        if offset > self.high_watermark() {
+            return Err(ResponseError::OffsetOutOfRange);
+        }
+        if offset <= self.log_start_offset {
+            return Ok(false);
+        }
+        self.log_start_offset = offset;
+        Ok(true)
     }
 
     /// The first offset of producer `producer_id`'s open transaction on this partition, -1
@@ -201,19 +226,31 @@ impl PartitionLog {
         out.freeze()
     }
 
-    /// The earliest record whose timestamp is at least `timestamp`: `(offset, its timestamp)`,
-    /// or `None` when every record is older (Kafka answers offset -1 then).
+    /// The earliest record at or after the log start offset whose timestamp is at least
+    /// `timestamp`: `(offset, its timestamp)`, or `None` when every such record is older (Kafka
+    /// answers offset -1 then; `LogSegment.findOffsetByTimestamp` from the log start offset).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<(i64, i64)> {
-        self.batches
+        let start = self
+            .batches
+            .partition_point(|b| b.last_offset < self.log_start_offset);
+        self.batches[start..]
             .iter()
             .filter(|b| b.max_timestamp >= timestamp)
-            .find_map(|b| b.bytes.first_record_at_or_after(timestamp))
+            .find_map(|b| {
+                b.bytes
+                    .first_record_at_or_after(timestamp, self.log_start_offset)
+            })
     }
 
     /// The record with the largest timestamp, the earliest such: `(offset, timestamp)`
-    /// (ListOffsets MAX_TIMESTAMP, KIP-734), or `None` for an empty log.
+    /// (ListOffsets MAX_TIMESTAMP, KIP-734), or `None` for an empty log. As Kafka's
+    /// `UnifiedLog.fetchOffsetByTimestamp`, it searches every stored batch, below the log start
+    /// offset too.
     pub fn max_timestamp(&self) -> Option<(i64, i64)> {
         let newest = self.batches.iter().map(|b| b.max_timestamp).max()?;
-        self.offset_for_timestamp(newest)
+        self.batches
+            .iter()
+            .filter(|b| b.max_timestamp >= newest)
+            .find_map(|b| b.bytes.first_record_at_or_after(newest, i64::MIN))
     }
 }

@@ -52,6 +52,9 @@ pub struct ClusterState {
     pub groups: groups::Groups,
     /// Transactions, as their coordinators know them ([`txn`]).
     pub transactions: txn::Transactions,
+    /// Dynamic broker configs set by AlterConfigs and IncrementalAlterConfigs, by resource name
+    /// (a node id, or `""` for the cluster-wide default), as Kafka's controller stores them.
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     topics_created: u64,
     id_seed: u64,
 }
@@ -97,6 +100,7 @@ impl ClusterState {
             producers: ProducerIds::default(),
             groups: groups::Groups::default(),
             transactions: txn::Transactions::default(),
+            broker_configs: BTreeMap::new(),
             topics_created: 0,
             id_seed,
         }

@@ -120,6 +120,36 @@ impl Partition {
             .push((self.leader_epoch, self.log.log_end_offset()));
     }
 
+    /// Deletes the records before `offset` (DeleteRecords; -1 means the high watermark), as
+    /// Kafka's `Partition.deleteRecordsOnLeader`: the log start offset moves up to it (never
+    /// down), and the leader epoch history forgets what starts below it (the last epoch
+    /// starting at or below the new log start offset now starts there, as Kafka's
+    /// `LeaderEpochFileCache.truncateFromStart`). Returns the log start offset after it (the
+    /// answer's low watermark). The caller checks leadership first.
+    ///
+    /// # Errors
+    /// OFFSET_OUT_OF_RANGE for an offset below -1 or past the high watermark.
+    pub fn delete_records(&mut self, offset: i64) -> Result<i64, ResponseError> {
+        let offset = if offset == -1 {
+            self.log.high_watermark()
+        } else {
+            offset
+        };
+        if offset < 0 {
+            return Err(ResponseError::OffsetOutOfRange);
+        }
+        if self.log.delete_records_before(offset)? {
+            let start = self.log.log_start_offset();
+            let below = self.epoch_starts.partition_point(|(_, s)| *s <= start);
+            if below > 0 {
+                let (epoch, _) = self.epoch_starts[below - 1];
+                self.epoch_starts.drain(..below);
+                self.epoch_starts.insert(0, (epoch, start));
+            }
+        }
+        Ok(self.log.log_start_offset())
+    }
+
     /// Checks that broker `node` may answer for this partition as its leader, in Kafka's order
     /// (`ReplicaManager.getPartitionOrException`, then `Partition.getLocalLog`): a broker
     /// holding no replica answers NOT_LEADER_OR_FOLLOWER; one holding a replica first checks
@@ -188,19 +218,20 @@ pub struct Topic {
     pub replication_factor: usize,
     /// Partitions, indexed by partition number.
     pub partitions: Vec<Partition>,
-    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
+    /// Config overrides (of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
     configs: BTreeMap<String, String>,
     /// What Produce reads of them, parsed once when they are set.
     parsed: ParsedConfigs,
 }
 
 /// The configs every Produce reads, parsed from their strings once, when the topic's configs
-/// are set (they are set only at creation), instead of on every request.
+/// are set (at creation and by the config APIs), instead of on every request.
 #[derive(Debug, Clone, Copy)]
 struct ParsedConfigs {
     max_message_bytes: usize,
     min_insync_replicas: i64,
     compacted: bool,
+    deletes: bool,
     log_append_time: bool,
 }
 
@@ -219,6 +250,8 @@ impl ParsedConfigs {
             min_insync_replicas: number("min.insync.replicas"),
             compacted: config("cleanup.policy")
                 .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact")),
+            deletes: config("cleanup.policy")
+                .is_some_and(|p| p.split(',').any(|x| x.trim() == "delete")),
             log_append_time: config("message.timestamp.type") == Some("LogAppendTime"),
         }
     }
@@ -266,9 +299,17 @@ impl Topic {
         }
     }
 
-    /// Configs set at creation (overrides of [`TOPIC_CONFIG_DEFAULTS`]), as strings.
+    /// The topic's config overrides (of [`TOPIC_CONFIG_DEFAULTS`]), as strings: set at
+    /// creation, changed by AlterConfigs and IncrementalAlterConfigs.
     pub fn configs(&self) -> &BTreeMap<String, String> {
         &self.configs
+    }
+
+    /// Replaces the topic's config overrides (checked by [`validate_configs`] first); what
+    /// Produce reads of them takes effect from the next request.
+    pub fn set_configs(&mut self, configs: BTreeMap<String, String>) {
+        self.parsed = ParsedConfigs::parse(&configs);
+        self.configs = configs;
     }
 
     /// The effective value of a config: the override, else Kafka's default.
@@ -289,6 +330,11 @@ impl Topic {
     /// Whether `cleanup.policy` includes `compact` (every record then needs a key).
     pub fn compacted(&self) -> bool {
         self.parsed.compacted
+    }
+
+    /// Whether `cleanup.policy` includes `delete` (DeleteRecords is refused otherwise).
+    pub fn deletes(&self) -> bool {
+        self.parsed.deletes
     }
 
     /// Whether the broker stamps batches with LogAppendTime.
@@ -398,7 +444,17 @@ pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String
             }
         };
         match name.as_str() {
-            "cleanup.policy" => one_of(&["delete", "compact", "compact,delete", "delete,compact"]),
+            // A list of `delete` and `compact`, empty included (Kafka's `ValidList`).
+            "cleanup.policy" => match value
+                .split(',')
+                .map(str::trim)
+                .find(|p| !matches!(*p, "delete" | "compact" | ""))
+            {
+                None => Ok(()),
+                Some(p) => Err(format!(
+                    "{name} is a list of \"delete\" and \"compact\", not {p:?}"
+                )),
+            },
             "compression.type" => {
                 one_of(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"])
             }

@@ -28,13 +28,13 @@ pub const CASES: &[Case] = &[
 ];
 
 /// Resource types of DescribeConfigs (Kafka's `ConfigResource.Type`).
-const TOPIC: i8 = 2;
-const BROKER: i8 = 4;
+pub(super) const TOPIC: i8 = 2;
+pub(super) const BROKER: i8 = 4;
 
 /// DescribeConfigs at `version` of (type, name, keys) resources: per resource `TYPE NAME:
 /// ERROR`, then per config `  key=value source S read-only R sensitive Z`, configs sorted by
 /// key (and with synonyms `    synonym key=value source S`).
-async fn describe(
+pub(super) async fn describe(
     cx: &Ctx,
     client: &Client,
     version: i16,

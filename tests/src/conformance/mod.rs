@@ -12,8 +12,11 @@
 //! Each case works on topics of its own ([`Ctx::topic`]: the case's name and a run id), so the
 //! cases share one broker without seeing each other.
 
+mod alter_configs;
 pub mod batches;
 mod configs;
+mod delete_records;
+mod describe_topic_partitions;
 mod each_version;
 mod edges;
 mod fetch;
@@ -23,6 +26,8 @@ mod ids;
 mod offsets;
 mod paths;
 mod produce;
+mod reassignments;
+mod replicas;
 mod topics;
 mod transactions;
 mod versions;
@@ -86,6 +91,11 @@ pub fn all() -> Vec<Case> {
         ids::CASES,
         paths::CASES,
         each_version::CASES,
+        delete_records::CASES,
+        alter_configs::CASES,
+        describe_topic_partitions::CASES,
+        replicas::CASES,
+        reassignments::CASES,
     ]
     .concat()
 }

@@ -12,11 +12,11 @@ use super::{answered, case, err, Case, Ctx, Lines};
 pub const CASES: &[Case] = &[
     case!(
         api_versions_implemented_apis,
-        "kmock advertises Produce from v3 (Kafka 4.4 advertises v0 and refuses v0-2 when used) and ListOffsets, OffsetCommit, OffsetFetch, ApiVersions, DeleteGroups, TxnOffsetCommit one version below Kafka 4.4"
+        "kmock advertises Produce from v3 (Kafka 4.4 advertises v0 and refuses v0-2 when used) and ListOffsets, OffsetCommit, OffsetFetch, ApiVersions, DeleteGroups, TxnOffsetCommit, DescribeLogDirs one version below Kafka 4.4"
     ),
     case!(
         api_versions_every_api,
-        "kmock implements 30 of Kafka's APIs (no ACLs, quotas, share groups, ...)"
+        "kmock implements 40 of Kafka's 77 APIs (no ACLs, quotas, share groups, ...)"
     ),
     case!(
         api_versions_unsupported_version,
@@ -61,6 +61,14 @@ const IMPLEMENTED: &[ApiKey] = &[
     ApiKey::ListTransactions,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
+    ApiKey::DeleteRecords,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeTopicPartitions,
+    ApiKey::ElectLeaders,
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
 ];
 
 fn range(answer: &ApiVersionsResponse, key: i16) -> String {

@@ -65,12 +65,13 @@ impl StoredBytes {
         out.extend_from_slice(&self.records);
     }
 
-    /// The first record whose timestamp is at least `timestamp`: `(offset, timestamp)`, a
+    /// The first record at or after offset `from` whose timestamp is at least `timestamp`:
+    /// `(offset, timestamp)`, a
     /// LogAppendTime batch's records all taking its max timestamp (as Kafka's readers do).
     /// Walks the records as they decompress, keeping none. `None` when no record is that
     /// recent, or when the batch no longer walks (a kmock bug: it was validated on the way in,
     /// so that is logged).
-    pub fn first_record_at_or_after(&self, timestamp: i64) -> Option<(i64, i64)> {
+    pub fn first_record_at_or_after(&self, timestamp: i64, from: i64) -> Option<(i64, i64)> {
         let header = &self.header;
         let base_offset = read_i64(header, at::BASE_OFFSET);
         let base_timestamp = read_i64(header, at::BASE_TIMESTAMP);
@@ -84,10 +85,11 @@ impl StoredBytes {
                 records::walk(&mut input, read_i32(header, at::RECORD_COUNT), |record| {
                     let ts = log_append_time
                         .unwrap_or(base_timestamp.wrapping_add(record.timestamp_delta));
-                    if ts < timestamp {
+                    let offset = base_offset + i64::from(record.offset_delta);
+                    if ts < timestamp || offset < from {
                         return Ok(());
                     }
-                    found = Some((base_offset + i64::from(record.offset_delta), ts));
+                    found = Some((offset, ts));
                     Err("found".into()) // stops the walk
                 })
             });

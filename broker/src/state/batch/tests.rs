@@ -416,14 +416,17 @@ fn a_stored_batch_finds_its_first_record_at_or_after_a_timestamp() {
     let stored = validate(&batch(3), &RULES)
         .unwrap()
         .into_stored_bytes(42, 0, None);
-    assert_eq!(stored.first_record_at_or_after(1_001), Some((43, 1_001)));
-    assert_eq!(stored.first_record_at_or_after(0), Some((42, 1_000)));
-    assert_eq!(stored.first_record_at_or_after(1_003), None);
+    assert_eq!(stored.first_record_at_or_after(1_001, 0), Some((43, 1_001)));
+    assert_eq!(stored.first_record_at_or_after(0, 0), Some((42, 1_000)));
+    assert_eq!(stored.first_record_at_or_after(1_003, 0), None);
+    // Below a log start offset of 44 (DeleteRecords), only the last record counts.
+    assert_eq!(stored.first_record_at_or_after(0, 44), Some((44, 1_002)));
+    assert_eq!(stored.first_record_at_or_after(0, 45), None);
     let log_append = validate(&batch(3), &RULES)
         .unwrap()
         .into_stored_bytes(42, 0, Some(9_999));
     assert_eq!(
-        log_append.first_record_at_or_after(1_001),
+        log_append.first_record_at_or_after(1_001, 0),
         Some((42, 9_999))
     );
 }
