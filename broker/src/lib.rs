@@ -57,6 +57,7 @@ pub mod scenario;
 pub mod schedule;
 mod server;
 mod state;
+mod versions;
 
 pub use check::{Checks, Report, Violation};
 pub use cluster::{

@@ -241,7 +241,8 @@ impl Scenario {
                 .map_err(|e| format!("operation {} (at {:?}): {e}", i + 1, op.at))?;
         }
         if let Some(v) = &scenario.kafka_version {
-            v.parse::<KafkaVersion>().map_err(|e| e.to_string())?;
+            let version = v.parse::<KafkaVersion>().map_err(|e| e.to_string())?;
+            version.check().map_err(|e| e.to_string())?;
         }
         if let Some(v) = scenario.transaction_version {
             TransactionVersion::from_level(v).map_err(|e| e.to_string())?;
