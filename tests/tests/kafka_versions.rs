@@ -11,14 +11,15 @@ use std::time::Duration;
 use anyhow::{ensure, Result};
 use bytes::Buf;
 use common::{code_is, name, same, text};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest, GroupId, MetadataRequest,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest, GroupId, ListOffsetsRequest, MetadataRequest,
 };
 use kafka_protocol::protocol::Decodable;
 use kafka_protocol::ResponseError;
 use kmock::{Cluster, KafkaVersion, TransactionVersion};
-use kmock_client::Client;
+use kmock_client::{record, Client};
 
 /// Generous: only catches a connection kmock failed to close.
 const HANG_GUARD: Duration = Duration::from_secs(30);
@@ -47,7 +48,7 @@ async fn advertised(client: &Client) -> Result<BTreeMap<i16, (i16, i16)>> {
 async fn each_release_advertises_its_own_highest_versions() -> Result<()> {
     // (release, [(api, min, max)]): values read off each release's own ApiVersions list
     // (broker/src/versions/tables.rs), within what kmock implements (Produce from v3, Fetch
-    // from v4, ListOffsets from v1, OffsetCommit and CreateTopics from v2, ...).
+    // from v4, ListOffsets from v0 before 4.0, OffsetCommit and CreateTopics from v2, ...).
     use ApiKey::*;
     let expected: &[(&str, &[(ApiKey, i16, i16)])] = &[
         (
@@ -55,7 +56,7 @@ async fn each_release_advertises_its_own_highest_versions() -> Result<()> {
             &[
                 (Produce, 3, 9),
                 (Fetch, 4, 12),
-                (ListOffsets, 1, 6),
+                (ListOffsets, 0, 6),
                 (Metadata, 0, 11),
                 (OffsetCommit, 2, 8),
                 (OffsetFetch, 1, 7),
@@ -69,18 +70,18 @@ async fn each_release_advertises_its_own_highest_versions() -> Result<()> {
         ),
         (
             "3.0",
-            &[(Produce, 3, 9), (ListOffsets, 1, 7), (Metadata, 0, 11)],
+            &[(Produce, 3, 9), (ListOffsets, 0, 7), (Metadata, 0, 11)],
         ),
         (
             "3.6",
-            &[(Fetch, 4, 15), (ListOffsets, 1, 8), (OffsetFetch, 1, 8)],
+            &[(Fetch, 4, 15), (ListOffsets, 0, 8), (OffsetFetch, 1, 8)],
         ),
         (
             "3.9",
             &[
                 (Produce, 3, 11),
                 (Fetch, 4, 17),
-                (ListOffsets, 1, 9),
+                (ListOffsets, 0, 9),
                 (ApiVersions, 0, 4),
                 (ConsumerGroupHeartbeat, 0, 0),
                 (ConsumerGroupDescribe, 0, 0),
@@ -270,6 +271,76 @@ async fn kip_848_is_answered_unsupported_version_before_4_0() -> Result<()> {
     ensure!(
         client.send(heartbeat, 0).await.is_err(),
         "3.6 answered a heartbeat"
+    );
+    Ok(())
+}
+
+/// ListOffsets v0 for `t`'s partitions `(partition, timestamp, max_num_offsets)`, answered as
+/// `(partition, error code, old-style offsets)`.
+async fn list_offsets_v0(
+    client: &Client,
+    asks: &[(i32, i64, i32)],
+) -> Result<Vec<(i32, i16, Vec<i64>)>> {
+    let partitions = asks
+        .iter()
+        .map(|(p, timestamp, max)| {
+            ListOffsetsPartition::default()
+                .with_partition_index(*p)
+                .with_timestamp(*timestamp)
+                .with_max_num_offsets(*max)
+        })
+        .collect();
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(name("t"))
+            .with_partitions(partitions)]);
+    let answer = client.send(request, 0).await?;
+    Ok(answer
+        .topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| (p.partition_index, p.error_code, p.old_style_offsets.clone()))
+        .collect())
+}
+
+#[tokio::test]
+async fn list_offsets_v0_answers_old_style_offsets_before_4_0_and_closes_after() -> Result<()> {
+    let cluster = Cluster::builder()
+        .kafka_version("2.8".parse()?)
+        .topic("t", 1)
+        .start()
+        .await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let records = [record(b"k", b"1"), record(b"k", b"2"), record(b"k", b"3")];
+    let produced = client.produce("t", 0, &records, -1).await?;
+    code_is(
+        "produce",
+        produced.responses[0].partition_responses[0].error_code,
+        None,
+    )?;
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    same(
+        "ListOffsets v0",
+        list_offsets_v0(
+            &client,
+            &[(0, -1, 1), (0, -1, 5), (0, -2, 1), (0, -2, 0), (7, -1, 1)],
+        )
+        .await?,
+        vec![
+            (0, 0, vec![3]),
+            (0, 0, vec![3, 0]),
+            (0, 0, vec![0]),
+            (0, 0, vec![]),
+            (7, unknown, vec![]),
+        ],
+    )?;
+    // Kafka 4.0 removed v0 (KIP-896): the 4.4 default closes the connection.
+    let cluster = Cluster::builder().topic("t", 1).start().await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    ensure!(
+        list_offsets_v0(&client, &[(0, -1, 1)]).await.is_err(),
+        "Kafka 4.4 answered ListOffsets v0"
     );
     Ok(())
 }
