@@ -404,9 +404,8 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
             version,
         } => {
             tracing::debug!(version, "ApiVersions version unknown: answering v0");
-            let body = handlers::api_versions::unsupported_version_answer(
-                ctx.shared.config.kafka_version,
-            );
+            let body =
+                handlers::api_versions::unsupported_version_answer(ctx.shared.config.kafka_version);
             (ApiKey::ApiVersions, 0, correlation_id, body)
         }
     };

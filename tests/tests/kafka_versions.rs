@@ -115,8 +115,18 @@ async fn each_release_advertises_its_own_highest_versions() -> Result<()> {
 async fn apis_a_release_did_not_have_are_not_advertised() -> Result<()> {
     use ApiKey::*;
     for (version, absent) in [
-        ("2.4", &[DescribeCluster, DescribeProducers, DescribeTransactions][..]),
-        ("2.8", &[DescribeTransactions, ListTransactions, ConsumerGroupHeartbeat]),
+        (
+            "2.4",
+            &[DescribeCluster, DescribeProducers, DescribeTransactions][..],
+        ),
+        (
+            "2.8",
+            &[
+                DescribeTransactions,
+                ListTransactions,
+                ConsumerGroupHeartbeat,
+            ],
+        ),
         ("3.6", &[ConsumerGroupHeartbeat, ConsumerGroupDescribe]),
     ] {
         let (_cluster, client) = emulating(version).await?;
@@ -132,7 +142,11 @@ async fn apis_a_release_did_not_have_are_not_advertised() -> Result<()> {
     // The default, 4.4, lists all of them.
     let (_cluster, client) = emulating("4.4").await?;
     let listed = advertised(&client).await?;
-    for api in [DescribeCluster, DescribeTransactions, ConsumerGroupHeartbeat] {
+    for api in [
+        DescribeCluster,
+        DescribeTransactions,
+        ConsumerGroupHeartbeat,
+    ] {
         ensure!(listed.contains_key(&(api as i16)), "4.4 lacks {api:?}");
     }
     Ok(())
@@ -150,7 +164,10 @@ async fn a_version_past_the_release_closes_the_connection_and_is_journaled() -> 
         refused.is_err(),
         "Metadata v12 answered by a Kafka 2.8: {refused:?}"
     );
-    ensure!(client.wait_closed(HANG_GUARD).await, "connection still open");
+    ensure!(
+        client.wait_closed(HANG_GUARD).await,
+        "connection still open"
+    );
     let reason = cluster
         .journal()
         .entries()
@@ -249,8 +266,7 @@ async fn kip_848_is_answered_unsupported_version_before_4_0() -> Result<()> {
         answer.error_code,
         Some(ResponseError::UnsupportedVersion),
     )?;
-    let describe =
-        ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(text("g"))]);
+    let describe = ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(text("g"))]);
     let answer = client.send(describe, 0).await?;
     let codes: Vec<_> = answer
         .groups

@@ -54,7 +54,10 @@ async fn consume(cluster: &Cluster, messages: usize) -> Result<BTreeMap<String, 
         ],
     )?;
     let output = client_program::run(command, HANG + HANG).await?;
-    ensure!(output.status.success(), "group_consumer.py failed: {output}");
+    ensure!(
+        output.status.success(),
+        "group_consumer.py failed: {output}"
+    );
     let start = output.last("start").context("no start event")?;
     ensure!(
         start["librdkafka"] == "1.4.2",
@@ -75,7 +78,11 @@ async fn consume(cluster: &Cluster, messages: usize) -> Result<BTreeMap<String, 
         .map(|(p, v)| {
             (
                 p.clone(),
-                (offset(v, "first"), offset(v, "last"), offset(v, "committed")),
+                (
+                    offset(v, "first"),
+                    offset(v, "last"),
+                    offset(v, "committed"),
+                ),
             )
         })
         .collect())
@@ -92,9 +99,13 @@ async fn librdkafka_1_4_consumes_and_commits_against_kafka_2_8() -> Result<()> {
     produce(&client, 50, 0).await?;
 
     let first = consume(&cluster, 100).await?;
-    let expected: BTreeMap<String, (i64, i64, i64)> =
-        (0..PARTITIONS).map(|p| (p.to_string(), (0, 49, 50))).collect();
-    ensure!(first == expected, "first run: {first:?}, expected {expected:?}");
+    let expected: BTreeMap<String, (i64, i64, i64)> = (0..PARTITIONS)
+        .map(|p| (p.to_string(), (0, 49, 50)))
+        .collect();
+    ensure!(
+        first == expected,
+        "first run: {first:?}, expected {expected:?}"
+    );
 
     let journal = cluster.journal();
     let refused: Vec<_> = journal
@@ -127,9 +138,13 @@ async fn librdkafka_1_4_consumes_and_commits_against_kafka_2_8() -> Result<()> {
     // The group resumes at its commits: only the new records.
     produce(&client, 10, 50).await?;
     let second = consume(&cluster, 20).await?;
-    let expected: BTreeMap<String, (i64, i64, i64)> =
-        (0..PARTITIONS).map(|p| (p.to_string(), (50, 59, 60))).collect();
-    ensure!(second == expected, "second run: {second:?}, expected {expected:?}");
+    let expected: BTreeMap<String, (i64, i64, i64)> = (0..PARTITIONS)
+        .map(|p| (p.to_string(), (50, 59, 60)))
+        .collect();
+    ensure!(
+        second == expected,
+        "second run: {second:?}, expected {expected:?}"
+    );
     let journal = cluster.journal();
     ensure!(
         journal.entries().iter().all(|e| e.bad_request.is_none()),

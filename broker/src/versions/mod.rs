@@ -156,7 +156,12 @@ mod tests {
 
     #[test]
     fn a_version_between_two_tables_takes_the_older_one() {
-        let release = |s: &str| s.parse::<KafkaVersion>().unwrap().release().map(|r| r.version);
+        let release = |s: &str| {
+            s.parse::<KafkaVersion>()
+                .unwrap()
+                .release()
+                .map(|r| r.version)
+        };
         assert_eq!(release("3.7"), Some(KafkaVersion::new(3, 6)));
         assert_eq!(release("2.8.2"), Some(KafkaVersion::new(2, 8)));
         assert_eq!(release("5.0"), Some(KafkaVersion::new(4, 4)));
@@ -167,9 +172,18 @@ mod tests {
     #[test]
     fn kafka_2_8_advertises_list_offsets_from_v0_and_4_0_from_v1() {
         let at = |v: KafkaVersion| v.release().unwrap().advertised(2);
-        assert_eq!(at(KafkaVersion::new(2, 8)), Some(VersionRange { min: 0, max: 6 }));
-        assert_eq!(at(KafkaVersion::V4_0), Some(VersionRange { min: 1, max: 10 }));
+        assert_eq!(
+            at(KafkaVersion::new(2, 8)),
+            Some(VersionRange { min: 0, max: 6 })
+        );
+        assert_eq!(
+            at(KafkaVersion::V4_0),
+            Some(VersionRange { min: 1, max: 10 })
+        );
         // ConsumerGroupHeartbeat: not advertised by a 3.6 ZooKeeper broker.
-        assert_eq!(KafkaVersion::new(3, 6).release().unwrap().advertised(68), None);
+        assert_eq!(
+            KafkaVersion::new(3, 6).release().unwrap().advertised(68),
+            None
+        );
     }
 }

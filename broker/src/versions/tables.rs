@@ -6,16 +6,16 @@
 
 /// Kafka 2.4.1's broker (`ZK_BROKER`).
 pub const KAFKA_2_4: &[(i16, i16, i16)] = &[
-    (0, 0, 8), // Produce
+    (0, 0, 8),  // Produce
     (1, 0, 11), // Fetch
-    (2, 0, 5), // ListOffsets
-    (3, 0, 9), // Metadata
-    (4, 0, 4), // LeaderAndIsr
-    (5, 0, 2), // StopReplica
-    (6, 0, 6), // UpdateMetadata
-    (7, 0, 3), // ControlledShutdown
-    (8, 0, 8), // OffsetCommit
-    (9, 0, 6), // OffsetFetch
+    (2, 0, 5),  // ListOffsets
+    (3, 0, 9),  // Metadata
+    (4, 0, 4),  // LeaderAndIsr
+    (5, 0, 2),  // StopReplica
+    (6, 0, 6),  // UpdateMetadata
+    (7, 0, 3),  // ControlledShutdown
+    (8, 0, 8),  // OffsetCommit
+    (9, 0, 6),  // OffsetFetch
     (10, 0, 3), // FindCoordinator
     (11, 0, 6), // JoinGroup
     (12, 0, 4), // Heartbeat
@@ -58,16 +58,16 @@ pub const KAFKA_2_4: &[(i16, i16, i16)] = &[
 
 /// Kafka 2.8.2's broker (`ZK_BROKER`).
 pub const KAFKA_2_8: &[(i16, i16, i16)] = &[
-    (0, 0, 9), // Produce
+    (0, 0, 9),  // Produce
     (1, 0, 12), // Fetch
-    (2, 0, 6), // ListOffsets
+    (2, 0, 6),  // ListOffsets
     (3, 0, 11), // Metadata
-    (4, 0, 5), // LeaderAndIsr
-    (5, 0, 3), // StopReplica
-    (6, 0, 7), // UpdateMetadata
-    (7, 0, 3), // ControlledShutdown
-    (8, 0, 8), // OffsetCommit
-    (9, 0, 7), // OffsetFetch
+    (4, 0, 5),  // LeaderAndIsr
+    (5, 0, 3),  // StopReplica
+    (6, 0, 7),  // UpdateMetadata
+    (7, 0, 3),  // ControlledShutdown
+    (8, 0, 8),  // OffsetCommit
+    (9, 0, 7),  // OffsetFetch
     (10, 0, 3), // FindCoordinator
     (11, 0, 7), // JoinGroup
     (12, 0, 4), // Heartbeat
@@ -118,16 +118,16 @@ pub const KAFKA_2_8: &[(i16, i16, i16)] = &[
 
 /// Kafka 3.0.2's broker (`ZK_BROKER`).
 pub const KAFKA_3_0: &[(i16, i16, i16)] = &[
-    (0, 0, 9), // Produce
+    (0, 0, 9),  // Produce
     (1, 0, 12), // Fetch
-    (2, 0, 7), // ListOffsets
+    (2, 0, 7),  // ListOffsets
     (3, 0, 11), // Metadata
-    (4, 0, 5), // LeaderAndIsr
-    (5, 0, 3), // StopReplica
-    (6, 0, 7), // UpdateMetadata
-    (7, 0, 3), // ControlledShutdown
-    (8, 0, 8), // OffsetCommit
-    (9, 0, 8), // OffsetFetch
+    (4, 0, 5),  // LeaderAndIsr
+    (5, 0, 3),  // StopReplica
+    (6, 0, 7),  // UpdateMetadata
+    (7, 0, 3),  // ControlledShutdown
+    (8, 0, 8),  // OffsetCommit
+    (9, 0, 8),  // OffsetFetch
     (10, 0, 4), // FindCoordinator
     (11, 0, 7), // JoinGroup
     (12, 0, 4), // Heartbeat
@@ -181,16 +181,16 @@ pub const KAFKA_3_0: &[(i16, i16, i16)] = &[
 
 /// Kafka 3.6.2's broker (`ZK_BROKER`).
 pub const KAFKA_3_6: &[(i16, i16, i16)] = &[
-    (0, 0, 9), // Produce
+    (0, 0, 9),  // Produce
     (1, 0, 15), // Fetch
-    (2, 0, 8), // ListOffsets
+    (2, 0, 8),  // ListOffsets
     (3, 0, 12), // Metadata
-    (4, 0, 7), // LeaderAndIsr
-    (5, 0, 4), // StopReplica
-    (6, 0, 8), // UpdateMetadata
-    (7, 0, 3), // ControlledShutdown
-    (8, 0, 8), // OffsetCommit
-    (9, 0, 8), // OffsetFetch
+    (4, 0, 7),  // LeaderAndIsr
+    (5, 0, 4),  // StopReplica
+    (6, 0, 8),  // UpdateMetadata
+    (7, 0, 3),  // ControlledShutdown
+    (8, 0, 8),  // OffsetCommit
+    (9, 0, 8),  // OffsetFetch
     (10, 0, 4), // FindCoordinator
     (11, 0, 9), // JoinGroup
     (12, 0, 4), // Heartbeat
@@ -247,10 +247,10 @@ pub const KAFKA_3_6: &[(i16, i16, i16)] = &[
 pub const KAFKA_3_9: &[(i16, i16, i16)] = &[
     (0, 0, 11), // Produce
     (1, 0, 17), // Fetch
-    (2, 0, 9), // ListOffsets
+    (2, 0, 9),  // ListOffsets
     (3, 0, 12), // Metadata
-    (8, 0, 9), // OffsetCommit
-    (9, 0, 9), // OffsetFetch
+    (8, 0, 9),  // OffsetCommit
+    (9, 0, 9),  // OffsetFetch
     (10, 0, 6), // FindCoordinator
     (11, 0, 9), // JoinGroup
     (12, 0, 4), // Heartbeat
@@ -314,8 +314,8 @@ pub const KAFKA_4_0: &[(i16, i16, i16)] = &[
     (1, 4, 17), // Fetch
     (2, 1, 10), // ListOffsets
     (3, 0, 13), // Metadata
-    (8, 2, 9), // OffsetCommit
-    (9, 1, 9), // OffsetFetch
+    (8, 2, 9),  // OffsetCommit
+    (9, 1, 9),  // OffsetFetch
     (10, 0, 6), // FindCoordinator
     (11, 0, 9), // JoinGroup
     (12, 0, 4), // Heartbeat
@@ -453,4 +453,3 @@ pub const KAFKA_4_4: &[(i16, i16, i16)] = &[
     (93, 0, 0), // StreamsGroupTopologyDescriptionUpdate
     (94, 0, 0), // UnregisterController
 ];
-

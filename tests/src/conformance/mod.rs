@@ -13,6 +13,7 @@
 //! cases share one broker without seeing each other.
 
 pub mod batches;
+mod bounds;
 mod configs;
 mod each_version;
 mod edges;
@@ -86,6 +87,7 @@ pub fn all() -> Vec<Case> {
         ids::CASES,
         paths::CASES,
         each_version::CASES,
+        bounds::CASES,
     ]
     .concat()
 }

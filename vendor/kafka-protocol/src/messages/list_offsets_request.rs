@@ -93,7 +93,8 @@ impl ListOffsetsPartition {
 #[cfg(feature = "client")]
 impl Encodable for ListOffsetsPartition {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
@@ -147,7 +148,8 @@ impl Encodable for ListOffsetsPartition {
 #[cfg(feature = "broker")]
 impl Decodable for ListOffsetsPartition {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
@@ -281,7 +283,8 @@ impl ListOffsetsRequest {
 #[cfg(feature = "client")]
 impl Encodable for ListOffsetsRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.replica_id)?;
@@ -352,7 +355,8 @@ impl Encodable for ListOffsetsRequest {
 #[cfg(feature = "broker")]
 impl Decodable for ListOffsetsRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let replica_id = types::Int32.decode(buf)?;
@@ -461,7 +465,8 @@ impl ListOffsetsTopic {
 #[cfg(feature = "client")]
 impl Encodable for ListOffsetsTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -520,7 +525,8 @@ impl Encodable for ListOffsetsTopic {
 #[cfg(feature = "broker")]
 impl Decodable for ListOffsetsTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 6 {

@@ -122,7 +122,8 @@ impl ListOffsetsPartitionResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsPartitionResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
@@ -192,7 +193,8 @@ impl Encodable for ListOffsetsPartitionResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsPartitionResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
@@ -201,7 +203,11 @@ impl Decodable for ListOffsetsPartitionResponse {
         let (old_style_offsets, timestamp, offset) = if version == 0 {
             (types::Array(types::Int64).decode(buf)?, -1, -1)
         } else {
-            (Vec::new(), types::Int64.decode(buf)?, types::Int64.decode(buf)?)
+            (
+                Vec::new(),
+                types::Int64.decode(buf)?,
+                types::Int64.decode(buf)?,
+            )
         };
         let leader_epoch = if version >= 4 {
             types::Int32.decode(buf)?
@@ -302,7 +308,8 @@ impl ListOffsetsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         if version >= 2 {
@@ -357,7 +364,8 @@ impl Encodable for ListOffsetsResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = if version >= 2 {
@@ -456,7 +464,8 @@ impl ListOffsetsTopicResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsTopicResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -515,7 +524,8 @@ impl Encodable for ListOffsetsTopicResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsTopicResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 10 { // kmock patch: ListOffsets v0
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 6 {
