@@ -44,13 +44,16 @@ async fn advertised(client: &Client) -> Result<BTreeMap<i16, (i16, i16)>> {
         .collect())
 }
 
+/// `(api, lowest, highest)` of each API checked.
+type Ranges = &'static [(ApiKey, i16, i16)];
+
 #[tokio::test]
 async fn each_release_advertises_its_own_highest_versions() -> Result<()> {
     // (release, [(api, min, max)]): values read off each release's own ApiVersions list
     // (broker/src/versions/tables.rs), within what kmock implements (Produce from v3, Fetch
     // from v4, ListOffsets from v0 before 4.0, OffsetCommit and CreateTopics from v2, ...).
     use ApiKey::*;
-    let expected: &[(&str, &[(ApiKey, i16, i16)])] = &[
+    let expected: &[(&str, Ranges)] = &[
         (
             "2.8",
             &[
@@ -171,7 +174,7 @@ async fn a_version_past_the_release_closes_the_connection_and_is_journaled() -> 
     let reason = cluster
         .journal()
         .entries()
-        .into_iter()
+        .iter()
         .find_map(|e| e.bad_request.clone())
         .unwrap_or_default();
     ensure!(

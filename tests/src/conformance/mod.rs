@@ -12,6 +12,7 @@
 //! Each case works on topics of its own ([`Ctx::topic`]: the case's name and a run id), so the
 //! cases share one broker without seeing each other.
 
+mod absent;
 pub mod batches;
 mod bounds;
 mod configs;
@@ -88,6 +89,7 @@ pub fn all() -> Vec<Case> {
         paths::CASES,
         each_version::CASES,
         bounds::CASES,
+        absent::CASES,
     ]
     .concat()
 }
