@@ -58,6 +58,7 @@ pub mod schedule;
 mod server;
 mod state;
 pub mod timeline;
+mod versions;
 
 pub use check::{Checks, Report, Violation};
 pub use cluster::{

@@ -173,7 +173,9 @@ pub(crate) async fn run_connection(
             };
             let cost = frame.len().clamp(1, READ_AHEAD_BYTES) as u32;
             let peek = codec::peek_header(&frame).ok();
-            match codec::decode_request(frame, handlers::supported_versions) {
+            let kafka_version = shared.config.kafka_version;
+            let advertised = |api| handlers::advertised_versions(kafka_version, api);
+            match codec::decode_request(frame, advertised) {
                 Ok(decoded) => {
                     let mut fired = Fired::default();
                     // With the journal off and no fault rules, nothing reads an entry: only number it.
@@ -402,7 +404,8 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
             version,
         } => {
             tracing::debug!(version, "ApiVersions version unknown: answering v0");
-            let body = handlers::api_versions::unsupported_version_answer();
+            let body =
+                handlers::api_versions::unsupported_version_answer(ctx.shared.config.kafka_version);
             (ApiKey::ApiVersions, 0, correlation_id, body)
         }
     };

@@ -3,7 +3,8 @@
 //! `--control-host` (where the control API listens); SIGINT stops it cleanly and frees the
 //! ports while a client is connected; an unmet `expect` of a scenario's rule makes it exit 1;
 //! `--connections-max-idle off` keeps an idle connection open that the scenario's limit would
-//! close.
+//! close; `--kafka-version` lists that release's API versions, and one older than kmock
+//! emulates is refused.
 
 mod common;
 
@@ -174,4 +175,37 @@ fn connections_max_idle_off_keeps_an_idle_connection_the_scenario_would_close() 
     let mut head = [0u8; 8];
     stream.read_exact(&mut head).expect("an answer");
     assert_eq!(head[4..], [0, 0, 0, 7], "the answer's correlation id");
+}
+
+/// The highest Metadata version ApiVersions lists.
+async fn metadata_max(addr: SocketAddr) -> i16 {
+    let client = Client::connect(addr).await.unwrap();
+    let answer = client.api_versions().await.unwrap();
+    let metadata = answer.api_keys.iter().find(|k| k.api_key == 3);
+    metadata.expect("Metadata listed").max_version
+}
+
+#[tokio::test]
+async fn kafka_version_lists_that_releases_versions_and_refuses_one_too_old() {
+    let mut old = Server::start(&["--port", "0", "--kafka-version", "2.8"]);
+    assert_eq!(
+        metadata_max(old.addrs()[0]).await,
+        11,
+        "Kafka 2.8's Metadata"
+    );
+    old.stop();
+    let mut default = Server::start(&["--port", "0"]);
+    assert_eq!(
+        metadata_max(default.addrs()[0]).await,
+        13,
+        "Kafka 4.4's Metadata"
+    );
+    default.stop();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kmock"))
+        .args(["serve", "--port", "0", "--kafka-version", "2.3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "clap's usage error: {stderr}");
+    assert!(stderr.contains("2.4 and later"), "{stderr}");
 }

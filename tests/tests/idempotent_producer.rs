@@ -24,7 +24,8 @@ fn idempotent_batch(pid: i64, epoch: i16, first_seq: i32, count: usize) -> Bytes
     encode_batch(&records, Compression::None).unwrap()
 }
 
-/// Produces `batch` to t-0 and returns (error code, base offset).
+/// Produces `batch` to t-0 and returns (error code, base offset), at Produce v8 (Kafka 2.4's
+/// highest, so that the cluster emulating 2.4 serves it too).
 async fn produce(client: &Client, batch: Bytes) -> (i16, i64) {
     let request = ProduceRequest::default()
         .with_acks(-1)
@@ -34,7 +35,7 @@ async fn produce(client: &Client, batch: Bytes) -> (i16, i64) {
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
                 .with_records(Some(batch))])]);
-    let answer = client.send(request, 9).await.unwrap();
+    let answer = client.send(request, 8).await.unwrap();
     let p = &answer.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
 }
@@ -66,7 +67,8 @@ async fn setup(version: KafkaVersion) -> (Cluster, Client, i64) {
     let init = client
         .send(
             InitProducerIdRequest::default().with_transactional_id(None),
-            4,
+            // Kafka 2.4's highest.
+            2,
         )
         .await
         .unwrap();

@@ -29,6 +29,9 @@ use super::{
 pub struct ClusterBuilder {
     pub(crate) config: Config,
     journal_sink: Option<Sink>,
+    /// Whether [`Self::transaction_version`] was called (otherwise the emulated Kafka
+    /// version chooses).
+    transaction_version_set: bool,
 }
 
 impl ClusterBuilder {
@@ -106,9 +109,19 @@ impl ClusterBuilder {
         self
     }
 
-    /// The Kafka version whose behaviour to copy where versions differ. Default
-    /// [`KafkaVersion::LATEST`]. Before 2.5, a producer without state on a partition whose
-    /// first batch does not start at sequence 0 gets UNKNOWN_PRODUCER_ID (as brokers 1.0–2.4).
+    /// The Kafka version to emulate ([`KafkaVersion`]: 2.4 or later). Default
+    /// [`KafkaVersion::LATEST`] (4.4).
+    ///
+    /// ApiVersions advertises the APIs kmock implements at the versions that release's broker
+    /// advertised (taken from its own artifacts, see `fixtures/kafka/api-versions/`), and a
+    /// request at another version closes its connection as that broker's would; before 4.0
+    /// no `transaction.version` feature is listed and the transaction protocol is version 1
+    /// (so [`Self::transaction_version`] V2 is refused), and ConsumerGroupHeartbeat and
+    /// ConsumerGroupDescribe (listed by 3.7-3.9 KRaft brokers) are answered
+    /// UNSUPPORTED_VERSION, as the default `group.coordinator.rebalance.protocols=classic` of
+    /// those releases does; before 3.7 `min.insync.replicas` above the replica count refuses
+    /// acks=all produces (KAFKA-15583); before 2.5 a producer without state on a partition
+    /// whose first batch does not start at sequence 0 gets UNKNOWN_PRODUCER_ID (KIP-360).
     pub fn kafka_version(mut self, version: KafkaVersion) -> Self {
         self.config.kafka_version = version;
         self
@@ -121,6 +134,7 @@ impl ClusterBuilder {
     /// group (KIP-890 part 2).
     pub fn transaction_version(mut self, version: TransactionVersion) -> Self {
         self.config.transaction_version = version;
+        self.transaction_version_set = true;
         self
     }
 
@@ -216,16 +230,28 @@ impl ClusterBuilder {
     /// Binds every listener, creates the configured topics and starts serving.
     ///
     /// # Errors
-    /// [`Error::Config`] for default partitions below 1, a replication factor of 0 or above
-    /// the broker count, or an unspecified host (`0.0.0.0`, `::`: Kafka refuses to advertise
+    /// [`Error::Config`] for a Kafka version below 2.4 or one before 4.0 with transaction
+    /// version 2, default partitions below 1, a replication factor of 0 or above the broker
+    /// count, or an unspecified host (`0.0.0.0`, `::`: Kafka refuses to advertise
     /// those); [`Error::Bind`] when a port cannot be bound;
     /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one or more
     /// than 9,999 partitions, given twice).
     pub async fn start(self) -> Result<Cluster, Error> {
         let ClusterBuilder {
-            config,
+            mut config,
             journal_sink,
+            transaction_version_set,
         } = self;
+        config.kafka_version.check()?;
+        if config.kafka_version < KafkaVersion::V4_0 {
+            if transaction_version_set && config.transaction_version == TransactionVersion::V2 {
+                return Err(Error::Config(format!(
+                    "transaction version 2 came with Kafka 4.0; Kafka {} has version 1 only",
+                    config.kafka_version
+                )));
+            }
+            config.transaction_version = TransactionVersion::V1;
+        }
         if config.default_partitions < 1 {
             return Err(Error::Config(format!(
                 "default partitions must be at least 1 (Kafka's num.partitions), not {}",

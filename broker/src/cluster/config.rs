@@ -15,56 +15,7 @@ use crate::journal::Journal;
 use crate::state::{ClusterState, Placement};
 
 use super::BrokerInfo;
-
-/// The Apache Kafka version whose behaviour kmock copies where versions differ.
-///
-/// Ordered, so `version < KafkaVersion::V2_5` reads as it should. Parsed from `"2.4"` or
-/// `"3.7.1"` (the patch level is ignored).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct KafkaVersion {
-    /// Major version.
-    pub major: u16,
-    /// Minor version.
-    pub minor: u16,
-}
-
-impl KafkaVersion {
-    /// Kafka 2.5: the first with KIP-360 (no UNKNOWN_PRODUCER_ID for a producer without state).
-    pub const V2_5: Self = Self::new(2, 5);
-    /// Kafka 3.7: `min.insync.replicas` capped at the replica count (KAFKA-15583).
-    pub const V3_7: Self = Self::new(3, 7);
-    /// The newest behaviour, kmock's default.
-    pub const LATEST: Self = Self::new(4, 1);
-
-    /// `major.minor`.
-    pub const fn new(major: u16, minor: u16) -> Self {
-        Self { major, minor }
-    }
-}
-
-impl std::str::FromStr for KafkaVersion {
-    type Err = Error;
-
-    /// # Errors
-    /// [`Error::Config`] for anything but `MAJOR.MINOR[.PATCH]`.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let mut parts = s.split('.').map(str::parse::<u16>);
-        match (parts.next(), parts.next(), parts.next(), parts.next()) {
-            (Some(Ok(major)), Some(Ok(minor)), None | Some(Ok(_)), None) => {
-                Ok(Self::new(major, minor))
-            }
-            _ => Err(Error::Config(format!(
-                "Kafka version {s:?} is not MAJOR.MINOR, e.g. \"2.4\""
-            ))),
-        }
-    }
-}
-
-impl std::fmt::Display for KafkaVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
+pub use crate::versions::KafkaVersion;
 
 /// The `transaction.version` feature the cluster has finalized (Kafka's `TransactionVersion`,
 /// KIP-890): which transaction protocol the coordinator and the partitions speak.

@@ -1,6 +1,11 @@
 //! ApiVersions (API key 18), versions 0–4.
 //!
-//! Answers from [`super::REGISTRY`]. A version kmock cannot parse gets the v0 answer with
+//! Answers from [`super::REGISTRY`], within what the broker of the emulated Kafka release
+//! advertised ([`super::advertised_versions`], [`crate::KafkaVersion`]): emulating 2.8, kmock
+//! lists the APIs it implements at the versions Kafka 2.8 listed them. Before 4.0 no feature is
+//! listed and the finalized features' epoch is -1, as a ZooKeeper broker answers (a 3.x KRaft
+//! broker lists `metadata.version`, which no client acts on). A version kmock cannot parse gets
+//! the v0 answer with
 //! UNSUPPORTED_VERSION listing ApiVersions alone (see [`crate::codec`]), as Kafka's
 //! `ApiVersionsRequest` handling does (KIP-511).
 //! From v3, a client software name or version that is not `[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?`
@@ -34,6 +39,7 @@ use kafka_protocol::protocol::{Message, VersionRange};
 use kafka_protocol::ResponseError;
 
 use super::{Ctx, REGISTRY};
+use crate::KafkaVersion;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ApiVersionsRequest::VERSIONS;
@@ -47,9 +53,15 @@ pub fn handle(ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiVe
         return ApiVersionsResponse::default()
             .with_error_code(ResponseError::InvalidRequest.code());
     }
+    let kafka_version = ctx.shared.config.kafka_version;
+    let answer = ApiVersionsResponse::default().with_api_keys(api_keys(kafka_version));
+    if kafka_version < KafkaVersion::V4_0 {
+        // No feature Kafka 2.x-3.x finalizes that clients act on: a ZooKeeper broker answers
+        // none, with the epoch unknown (`UNKNOWN_FINALIZED_FEATURES_EPOCH`).
+        return answer.with_finalized_features_epoch(-1);
+    }
     let level = ctx.shared.config.transaction_version.level();
-    ApiVersionsResponse::default()
-        .with_api_keys(api_keys())
+    answer
         .with_supported_features(if version >= 4 {
             vec![SupportedFeatureKey::default()
                 .with_name(super::str_bytes(TRANSACTION_VERSION))
@@ -78,8 +90,8 @@ fn is_valid_software_field(s: &str) -> bool {
 /// The v0 answer to an ApiVersions request at a version kmock cannot parse: UNSUPPORTED_VERSION
 /// listing ApiVersions alone with its range, so that the client retries at a version both
 /// know (KIP-511, Kafka's `ApiVersionsResponse.unsupportedVersionResponse`).
-pub fn unsupported_version_answer() -> ResponseKind {
-    let own = api_keys()
+pub fn unsupported_version_answer(kafka_version: KafkaVersion) -> ResponseKind {
+    let own = api_keys(kafka_version)
         .into_iter()
         .filter(|k| k.api_key == ApiKey::ApiVersions as i16)
         .collect();
@@ -90,14 +102,19 @@ pub fn unsupported_version_answer() -> ResponseKind {
     )
 }
 
-fn api_keys() -> Vec<ApiVersion> {
+/// Every API a cluster emulating `kafka_version` serves, with its versions
+/// ([`super::advertised_versions`]), by key.
+fn api_keys(kafka_version: KafkaVersion) -> Vec<ApiVersion> {
     let mut keys: Vec<ApiVersion> = REGISTRY
         .iter()
-        .map(|(key, range)| {
-            ApiVersion::default()
-                .with_api_key(*key as i16)
-                .with_min_version(range.min)
-                .with_max_version(range.max)
+        .filter_map(|(key, _)| {
+            let range = super::advertised_versions(kafka_version, *key)?;
+            Some(
+                ApiVersion::default()
+                    .with_api_key(*key as i16)
+                    .with_min_version(range.min)
+                    .with_max_version(range.max),
+            )
         })
         .collect();
     keys.sort_by_key(|k| k.api_key);

@@ -7,6 +7,9 @@
 //! INVALID_GROUP_ID for an empty id, NOT_COORDINATOR on any broker but the group's
 //! coordinator, GROUP_ID_NOT_FOUND for a group that does not exist or is a classic one.
 //!
+//! Emulating a Kafka before 4.0 ([`crate::KafkaVersion`]): every group UNSUPPORTED_VERSION, as
+//! Kafka 3.7-3.9 answer while the consumer protocol is off (their default).
+//!
 //! Deviations from Apache Kafka: no authorized operations are reported.
 
 use std::collections::BTreeMap;
@@ -30,6 +33,17 @@ pub fn handle(
     request: ConsumerGroupDescribeRequest,
     version: i16,
 ) -> ConsumerGroupDescribeResponse {
+    if ctx.shared.config.kafka_version < crate::KafkaVersion::V4_0 {
+        // As Kafka 3.7-3.9 with their default `group.coordinator.rebalance.protocols=classic`:
+        // every group UNSUPPORTED_VERSION (`ConsumerGroupDescribeRequest.getErrorResponse`).
+        let unsupported = |id: &kafka_protocol::messages::GroupId| {
+            DescribedGroup::default()
+                .with_group_id(id.clone())
+                .with_error_code(ResponseError::UnsupportedVersion.code())
+        };
+        return ConsumerGroupDescribeResponse::default()
+            .with_groups(request.group_ids.iter().map(unsupported).collect());
+    }
     let state = ctx.shared.state();
     let names: BTreeMap<uuid::Uuid, &str> = state
         .topics

@@ -20,6 +20,10 @@
 //! each member's session starting again. The conformance cases `consumer_group_*` hold these
 //! answers against Kafka 4.4.0.
 //!
+//! Emulating a Kafka before 4.0 ([`crate::KafkaVersion`]): UNSUPPORTED_VERSION with nothing
+//! else, as Kafka 3.7-3.9's `KafkaApis` answers while the consumer protocol is off (their
+//! default); 3.6 and older do not list the API, so its requests close the connection.
+//!
 //! Deviations from Apache Kafka: a subscription by regular expression
 //! (a non-empty `subscribed_topic_regex`) is refused with INVALID_REQUEST ("SubscribedTopicRegex
 //! is not supported by kmock."; an empty one, which librdkafka sends beside its topic names,
@@ -51,6 +55,12 @@ pub fn handle(
     request: ConsumerGroupHeartbeatRequest,
     version: i16,
 ) -> ConsumerGroupHeartbeatResponse {
+    if ctx.shared.config.kafka_version < crate::KafkaVersion::V4_0 {
+        // Kafka 3.7-3.9's KRaft brokers list the API, and answer it so while
+        // `group.coordinator.rebalance.protocols` is its default, `classic`.
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(ResponseError::UnsupportedVersion.code());
+    }
     let text = |s: &Option<StrBytes>| s.as_ref().map(|s| s.as_str().to_owned());
     let req = HeartbeatRequest {
         group_id: request.group_id.0.as_str().to_owned(),

@@ -1,4 +1,5 @@
-//! ListOffsets (API key 2), versions 1–10.
+//! ListOffsets (API key 2), versions 0–10 (v0 served only emulating a Kafka before 4.0,
+//! which removed it: [`crate::KafkaVersion`]).
 //!
 //! Per partition, by `timestamp`: -2 earliest (log start offset), -1 latest (high watermark, or
 //! the last stable offset for `read_committed`), -3 the record with the largest timestamp
@@ -11,7 +12,18 @@
 //! INVALID_REQUEST; a special timestamp below the version that brought it (-3 v7, -4 v8, -5 v9,
 //! -6 v11) or one Kafka does not know (-7 and below) gets UNSUPPORTED_VERSION.
 //!
-//! Deviations from Apache Kafka: none known (`list_offsets_*` conformance cases).
+//! v0, as Kafka 2.x-3.x's `KafkaApis.handleListOffsetRequestV0` and `Log.legacyFetchOffsetsBefore`:
+//! each partition as listed (no duplicate check), UNKNOWN_TOPIC_OR_PARTITION or
+//! NOT_LEADER_OR_FOLLOWER with no offsets, otherwise up to `max_num_offsets` offsets, newest
+//! first, out of the log's one segment: -1 gives the log end offset then the log start offset,
+//! -2 the log start offset; a consumer's (replica id -1) are capped at the high watermark; a
+//! negative `max_num_offsets` is UNKNOWN_SERVER_ERROR (Kafka's array of negative size).
+//!
+//! Deviations from Apache Kafka: none known for v1 and later (`list_offsets_*` conformance
+//! cases). For a v0 timestamp other than -1 and -2, Kafka compares it with each segment file's
+//! last-modified time; kmock's log has no segment files and takes the time of the request as
+//! that of its one segment: a timestamp at or after it gives the log end and start offsets,
+//! an earlier one none.
 
 use std::collections::HashSet;
 
@@ -44,6 +56,9 @@ const EARLIEST_PENDING_UPLOAD: i64 = -6;
 /// request's version does not have is answered UNSUPPORTED_VERSION; the answers are grouped by
 /// topic.
 pub fn handle(ctx: &Ctx<'_>, request: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
+    if version == 0 {
+        return handle_v0(ctx, request);
+    }
     let mut seen = HashSet::new();
     let twice: HashSet<(&str, i32)> = request
         .topics
@@ -145,4 +160,85 @@ fn lookup(
         .with_timestamp(timestamp)
         .with_offset(offset)
         .with_leader_epoch(partition.leader_epoch))
+}
+
+/// Kafka's `ListOffsetsRequest.CONSUMER_REPLICA_ID`.
+const CONSUMER_REPLICA_ID: i32 = -1;
+
+/// ListOffsets v0 (see the module's header): the old-style offsets of each partition.
+fn handle_v0(ctx: &Ctx<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    let from_consumer = request.replica_id.0 == CONSUMER_REPLICA_ID;
+    let now_ms = ctx.shared.now_ms();
+    let state = ctx.shared.state();
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let topic = state.topics.get(t.name.0.as_str());
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let answer = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(p.partition_index);
+                    match old_style_offsets(ctx, topic, p, from_consumer, now_ms) {
+                        Ok(offsets) => answer.with_old_style_offsets(offsets),
+                        Err(error) => answer.with_error_code(error.code()),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// `Log.legacyFetchOffsetsBefore` over a log of one segment (base offset the log start, last
+/// modified `now_ms`), then `Partition.legacyFetchOffsetsForTimestamp`'s cap at the high
+/// watermark for a consumer.
+fn old_style_offsets(
+    ctx: &Ctx<'_>,
+    topic: Option<&Topic>,
+    p: &ListOffsetsPartition,
+    from_consumer: bool,
+    now_ms: i64,
+) -> Result<Vec<i64>, ResponseError> {
+    let partition = topic
+        .and_then(|t| t.partition(p.partition_index))
+        .ok_or(ResponseError::UnknownTopicOrPartition)?;
+    partition.check_leader(ctx.node_id, -1)?;
+    if p.max_num_offsets < 0 {
+        return Err(ResponseError::UnknownServerError);
+    }
+    let log = &partition.log;
+    // (offset, last modified), oldest first: the segment, then the log end while the
+    // segment holds anything.
+    let mut points = vec![(log.log_start_offset(), now_ms)];
+    if log.log_end_offset() > log.log_start_offset() {
+        points.push((log.log_end_offset(), now_ms));
+    }
+    let start = match p.timestamp {
+        LATEST => Some(points.len() - 1),
+        EARLIEST => Some(0),
+        ts => points.iter().rposition(|(_, modified)| *modified <= ts),
+    };
+    let mut offsets: Vec<i64> = match start {
+        Some(start) => points[..=start]
+            .iter()
+            .rev()
+            .take(p.max_num_offsets as usize)
+            .map(|(offset, _)| *offset)
+            .collect(),
+        None => Vec::new(),
+    };
+    if from_consumer {
+        let high_watermark = log.high_watermark();
+        if offsets.iter().any(|o| *o > high_watermark) {
+            offsets.retain(|o| *o <= high_watermark);
+            offsets.insert(0, high_watermark);
+        }
+    }
+    Ok(offsets)
 }

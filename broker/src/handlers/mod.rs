@@ -179,6 +179,24 @@ pub fn supported_versions(api: ApiKey) -> Option<VersionRange> {
         .map(|(_, range)| *range)
 }
 
+/// The versions of `api` a cluster emulating Kafka `kafka_version` advertises and serves: what
+/// kmock implements ([`supported_versions`]) within what that release's broker advertised
+/// ([`crate::versions`]); `None` if either lacks the API or the two do not meet. A request
+/// outside it closes its connection, as that broker's `SocketServer` does (ApiVersions aside:
+/// [`api_versions::unsupported_version_answer`]).
+pub fn advertised_versions(
+    kafka_version: crate::KafkaVersion,
+    api: ApiKey,
+) -> Option<VersionRange> {
+    let implemented = supported_versions(api)?;
+    let release = kafka_version.release()?.advertised(api as i16)?;
+    let range = VersionRange {
+        min: implemented.min.max(release.min),
+        max: implemented.max.min(release.max),
+    };
+    (range.min <= range.max).then_some(range)
+}
+
 /// What the connection does after a request was handled.
 #[derive(Debug)]
 pub enum Answer {

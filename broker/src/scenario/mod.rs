@@ -6,7 +6,7 @@
 //! port: 9092                # first broker's port; 0 picks free ones (default 9092)
 //! host: 127.0.0.1           # default 127.0.0.1
 //! seed: 7                   # seeds `probability` rules (default 0)
-//! kafka_version: "2.4"      # behaviour to copy where versions differ (default: latest)
+//! kafka_version: "2.8"      # Kafka release to emulate, 2.4 or later (default: 4.4)
 //! transaction_version: 2    # the transaction.version feature finalized, 1 or 2 (default 2)
 //! auto_create_topics: true  # default true
 //! default_partitions: 1     # default 1
@@ -241,7 +241,8 @@ impl Scenario {
                 .map_err(|e| format!("operation {} (at {:?}): {e}", i + 1, op.at))?;
         }
         if let Some(v) = &scenario.kafka_version {
-            v.parse::<KafkaVersion>().map_err(|e| e.to_string())?;
+            let version = v.parse::<KafkaVersion>().map_err(|e| e.to_string())?;
+            version.check().map_err(|e| e.to_string())?;
         }
         if let Some(v) = scenario.transaction_version {
             TransactionVersion::from_level(v).map_err(|e| e.to_string())?;

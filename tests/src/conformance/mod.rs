@@ -12,8 +12,10 @@
 //! Each case works on topics of its own ([`Ctx::topic`]: the case's name and a run id), so the
 //! cases share one broker without seeing each other.
 
+mod absent;
 mod alter_configs;
 pub mod batches;
+mod bounds;
 mod configs;
 mod delete_records;
 mod describe_topic_partitions;
@@ -96,6 +98,8 @@ pub fn all() -> Vec<Case> {
         describe_topic_partitions::CASES,
         replicas::CASES,
         reassignments::CASES,
+        bounds::CASES,
+        absent::CASES,
     ]
     .concat()
 }

@@ -129,7 +129,13 @@ async fn api_versions_unsupported_version(cx: Ctx) -> Result<Lines> {
 
 /// Kafka closes the connection of a request at a version it does not implement (other than
 /// ApiVersions); the next connection works.
-async fn unsupported(cx: &Ctx, key: i16, version: i16, header: i16, body: &[u8]) -> Result<Lines> {
+pub(super) async fn unsupported(
+    cx: &Ctx,
+    key: i16,
+    version: i16,
+    header: i16,
+    body: &[u8],
+) -> Result<Lines> {
     let client = cx.connect().await?;
     let what = format!("{} v{version}", api_name(key));
     let line = match answered(

@@ -29,6 +29,11 @@ pub(crate) struct Serve {
     /// Partitions of an auto-created topic (Kafka's num.partitions).
     #[arg(long, default_value_t = 1)]
     default_partitions: i32,
+    /// The Apache Kafka version to emulate, 2.4 or later (e.g. 2.8, 3.6): the API versions its
+    /// broker advertised and the behaviours that changed since (see the README). Overrides a
+    /// scenario's `kafka_version`. Default 4.4.
+    #[arg(long, value_name = "VERSION", value_parser = parse_kafka_version)]
+    kafka_version: Option<kmock::KafkaVersion>,
     /// Write every request to this file as JSON Lines, one entry a line, flushed after each
     /// (lines come in completion order; `seq` gives arrival order).
     #[arg(long, value_name = "PATH")]
@@ -181,6 +186,9 @@ pub(crate) async fn serve(args: Serve) -> anyhow::Result<()> {
             builder
         }
     };
+    if let Some(version) = args.kafka_version {
+        builder = builder.kafka_version(version);
+    }
     if let Some(Idle(idle)) = args.connections_max_idle {
         builder = builder.connections_max_idle(idle);
     }
@@ -290,4 +298,10 @@ impl StopSignals {
             _ = self.terminate.recv() => {}
         }
     }
+}
+
+fn parse_kafka_version(s: &str) -> Result<kmock::KafkaVersion, String> {
+    let version: kmock::KafkaVersion = s.parse().map_err(|e: kmock::Error| e.to_string())?;
+    version.check().map_err(|e| e.to_string())?;
+    Ok(version)
 }

@@ -9,6 +9,7 @@
 //! kmock is complete at once.
 
 mod admin;
+mod offsets;
 mod v2;
 
 use std::time::Duration;
@@ -26,9 +27,9 @@ use kmock_client::{encode_batch, record, Client};
 
 use super::{err, name, text, Case, Ctx};
 
-/// The version-2 cases, then the admin API cases.
+/// The version-2 cases, the admin API cases, then timeouts and transactional offsets.
 pub fn cases() -> Vec<Case> {
-    [v2::CASES, admin::CASES].concat()
+    [v2::CASES, admin::CASES, offsets::CASES].concat()
 }
 
 pub(super) fn txn_id(s: &str) -> TransactionalId {
@@ -53,23 +54,29 @@ pub(super) async fn backoff() {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-/// InitProducerId v5 for `id` (60 s timeout), after FindCoordinator names its coordinator,
-/// asked again while the coordinator loads: its producer id and epoch.
-pub(super) async fn init(client: &Client, id: &str) -> Result<(i64, i16)> {
+/// FindCoordinator v4 of `key` (`key_type` 0 a group, 1 a transactional id), asked again
+/// while the coordinator loads, until it names one.
+pub(super) async fn find_coordinator(client: &Client, key_type: i8, key: &str) -> Result<()> {
     loop {
         let find = FindCoordinatorRequest::default()
-            .with_key_type(1)
-            .with_coordinator_keys(vec![text(id)]);
+            .with_key_type(key_type)
+            .with_coordinator_keys(vec![text(key)]);
         let found = client.send(find, 4).await?;
         let code = found.coordinators.first().map_or(-1, |c| c.error_code);
         if code == 0 {
-            break;
+            return Ok(());
         }
         if !retriable(code) {
-            bail!("FindCoordinator {id}: {}", err(code));
+            bail!("FindCoordinator {key}: {}", err(code));
         }
         backoff().await;
     }
+}
+
+/// InitProducerId v5 for `id` (60 s timeout), after FindCoordinator names its coordinator,
+/// asked again while the coordinator loads: its producer id and epoch.
+pub(super) async fn init(client: &Client, id: &str) -> Result<(i64, i16)> {
+    find_coordinator(client, 1, id).await?;
     loop {
         let request = InitProducerIdRequest::default()
             .with_transactional_id(Some(txn_id(id)))

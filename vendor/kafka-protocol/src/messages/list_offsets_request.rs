@@ -17,7 +17,7 @@ use crate::protocol::{
     Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
 };
 
-/// Valid versions: 1-10
+/// Valid versions: 0-10 (kmock patch: ListOffsets v0)
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartition {
@@ -33,8 +33,13 @@ pub struct ListOffsetsPartition {
 
     /// The current timestamp.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 0-10
     pub timestamp: i64,
+
+    /// The maximum number of offsets to report (Kafka's v0 field; answered with at most one).
+    ///
+    /// Supported API versions: 0
+    pub max_num_offsets: i32, // kmock patch: ListOffsets v0
 
     /// Other tagged fields
     pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
@@ -68,6 +73,11 @@ impl ListOffsetsPartition {
         self.timestamp = value;
         self
     }
+    /// Sets `max_num_offsets` to the passed value (v0 only). kmock patch: ListOffsets v0
+    pub fn with_max_num_offsets(mut self, value: i32) -> Self {
+        self.max_num_offsets = value;
+        self
+    }
     /// Sets unknown_tagged_fields to the passed value.
     pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
         self.unknown_tagged_fields = value;
@@ -83,7 +93,8 @@ impl ListOffsetsPartition {
 #[cfg(feature = "client")]
 impl Encodable for ListOffsetsPartition {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
@@ -91,6 +102,9 @@ impl Encodable for ListOffsetsPartition {
             types::Int32.encode(buf, &self.current_leader_epoch)?;
         }
         types::Int64.encode(buf, &self.timestamp)?;
+        if version == 0 {
+            types::Int32.encode(buf, &self.max_num_offsets)?; // kmock patch: ListOffsets v0
+        }
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
@@ -112,6 +126,9 @@ impl Encodable for ListOffsetsPartition {
             total_size += types::Int32.compute_size(&self.current_leader_epoch)?;
         }
         total_size += types::Int64.compute_size(&self.timestamp)?;
+        if version == 0 {
+            total_size += types::Int32.compute_size(&self.max_num_offsets)?; // kmock patch: ListOffsets v0
+        }
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
@@ -131,7 +148,8 @@ impl Encodable for ListOffsetsPartition {
 #[cfg(feature = "broker")]
 impl Decodable for ListOffsetsPartition {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
@@ -141,6 +159,12 @@ impl Decodable for ListOffsetsPartition {
             -1
         };
         let timestamp = types::Int64.decode(buf)?;
+        // kmock patch: ListOffsets v0
+        let max_num_offsets = if version == 0 {
+            types::Int32.decode(buf)?
+        } else {
+            1
+        };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
@@ -156,6 +180,7 @@ impl Decodable for ListOffsetsPartition {
             partition_index,
             current_leader_epoch,
             timestamp,
+            max_num_offsets, // kmock patch: ListOffsets v0
             unknown_tagged_fields,
         })
     }
@@ -167,17 +192,18 @@ impl Default for ListOffsetsPartition {
             partition_index: 0,
             current_leader_epoch: -1,
             timestamp: 0,
+            max_num_offsets: 1, // kmock patch: ListOffsets v0
             unknown_tagged_fields: BTreeMap::new(),
         }
     }
 }
 
 impl Message for ListOffsetsPartition {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 }; // kmock patch: ListOffsets v0
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-10
+/// Valid versions: 0-10 (kmock patch: ListOffsets v0)
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsRequest {
@@ -257,7 +283,8 @@ impl ListOffsetsRequest {
 #[cfg(feature = "client")]
 impl Encodable for ListOffsetsRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.replica_id)?;
@@ -328,7 +355,8 @@ impl Encodable for ListOffsetsRequest {
 #[cfg(feature = "broker")]
 impl Decodable for ListOffsetsRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let replica_id = types::Int32.decode(buf)?;
@@ -381,11 +409,11 @@ impl Default for ListOffsetsRequest {
 }
 
 impl Message for ListOffsetsRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 }; // kmock patch: ListOffsets v0
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-10
+/// Valid versions: 0-10 (kmock patch: ListOffsets v0)
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopic {
@@ -437,7 +465,8 @@ impl ListOffsetsTopic {
 #[cfg(feature = "client")]
 impl Encodable for ListOffsetsTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -496,7 +525,8 @@ impl Encodable for ListOffsetsTopic {
 #[cfg(feature = "broker")]
 impl Decodable for ListOffsetsTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 6 {
@@ -539,7 +569,7 @@ impl Default for ListOffsetsTopic {
 }
 
 impl Message for ListOffsetsTopic {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 }; // kmock patch: ListOffsets v0
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

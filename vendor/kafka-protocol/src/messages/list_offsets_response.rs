@@ -17,7 +17,7 @@ use crate::protocol::{
     Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
 };
 
-/// Valid versions: 1-10
+/// Valid versions: 0-10 (kmock patch: ListOffsets v0)
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartitionResponse {
@@ -45,6 +45,12 @@ pub struct ListOffsetsPartitionResponse {
     ///
     /// Supported API versions: 4-10
     pub leader_epoch: i32,
+
+    /// The offsets found, newest first (Kafka's v0 answer, in place of `timestamp` and
+    /// `offset`).
+    ///
+    /// Supported API versions: 0
+    pub old_style_offsets: Vec<i64>, // kmock patch: ListOffsets v0
 
     /// Other tagged fields
     pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
@@ -96,6 +102,11 @@ impl ListOffsetsPartitionResponse {
         self.leader_epoch = value;
         self
     }
+    /// Sets `old_style_offsets` to the passed value (v0 only). kmock patch: ListOffsets v0
+    pub fn with_old_style_offsets(mut self, value: Vec<i64>) -> Self {
+        self.old_style_offsets = value;
+        self
+    }
     /// Sets unknown_tagged_fields to the passed value.
     pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
         self.unknown_tagged_fields = value;
@@ -111,13 +122,19 @@ impl ListOffsetsPartitionResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsPartitionResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
         types::Int16.encode(buf, &self.error_code)?;
-        types::Int64.encode(buf, &self.timestamp)?;
-        types::Int64.encode(buf, &self.offset)?;
+        // kmock patch: ListOffsets v0
+        if version == 0 {
+            types::Array(types::Int64).encode(buf, &self.old_style_offsets)?;
+        } else {
+            types::Int64.encode(buf, &self.timestamp)?;
+            types::Int64.encode(buf, &self.offset)?;
+        }
         if version >= 4 {
             types::Int32.encode(buf, &self.leader_epoch)?;
         } else {
@@ -143,8 +160,13 @@ impl Encodable for ListOffsetsPartitionResponse {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.partition_index)?;
         total_size += types::Int16.compute_size(&self.error_code)?;
-        total_size += types::Int64.compute_size(&self.timestamp)?;
-        total_size += types::Int64.compute_size(&self.offset)?;
+        // kmock patch: ListOffsets v0
+        if version == 0 {
+            total_size += types::Array(types::Int64).compute_size(&self.old_style_offsets)?;
+        } else {
+            total_size += types::Int64.compute_size(&self.timestamp)?;
+            total_size += types::Int64.compute_size(&self.offset)?;
+        }
         if version >= 4 {
             total_size += types::Int32.compute_size(&self.leader_epoch)?;
         } else {
@@ -171,13 +193,22 @@ impl Encodable for ListOffsetsPartitionResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsPartitionResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
-        let timestamp = types::Int64.decode(buf)?;
-        let offset = types::Int64.decode(buf)?;
+        // kmock patch: ListOffsets v0
+        let (old_style_offsets, timestamp, offset) = if version == 0 {
+            (types::Array(types::Int64).decode(buf)?, -1, -1)
+        } else {
+            (
+                Vec::new(),
+                types::Int64.decode(buf)?,
+                types::Int64.decode(buf)?,
+            )
+        };
         let leader_epoch = if version >= 4 {
             types::Int32.decode(buf)?
         } else {
@@ -200,6 +231,7 @@ impl Decodable for ListOffsetsPartitionResponse {
             timestamp,
             offset,
             leader_epoch,
+            old_style_offsets, // kmock patch: ListOffsets v0
             unknown_tagged_fields,
         })
     }
@@ -213,17 +245,18 @@ impl Default for ListOffsetsPartitionResponse {
             timestamp: -1,
             offset: -1,
             leader_epoch: -1,
+            old_style_offsets: Vec::new(), // kmock patch: ListOffsets v0
             unknown_tagged_fields: BTreeMap::new(),
         }
     }
 }
 
 impl Message for ListOffsetsPartitionResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 }; // kmock patch: ListOffsets v0
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-10
+/// Valid versions: 0-10 (kmock patch: ListOffsets v0)
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsResponse {
@@ -275,7 +308,8 @@ impl ListOffsetsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         if version >= 2 {
@@ -330,7 +364,8 @@ impl Encodable for ListOffsetsResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = if version >= 2 {
@@ -373,11 +408,11 @@ impl Default for ListOffsetsResponse {
 }
 
 impl Message for ListOffsetsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 }; // kmock patch: ListOffsets v0
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-10
+/// Valid versions: 0-10 (kmock patch: ListOffsets v0)
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopicResponse {
@@ -429,7 +464,8 @@ impl ListOffsetsTopicResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsTopicResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -488,7 +524,8 @@ impl Encodable for ListOffsetsTopicResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsTopicResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
+            // kmock patch: ListOffsets v0
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 6 {
@@ -531,7 +568,7 @@ impl Default for ListOffsetsTopicResponse {
 }
 
 impl Message for ListOffsetsTopicResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 }; // kmock patch: ListOffsets v0
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
