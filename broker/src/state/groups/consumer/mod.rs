@@ -22,6 +22,9 @@
 
 pub mod assignors;
 pub mod heartbeat;
+mod heterogeneous;
+#[cfg(test)]
+mod heterogeneous_tests;
 pub mod reconcile;
 pub mod subscriptions;
 #[cfg(test)]
