@@ -158,16 +158,25 @@ fn explain(entries: &[Entry], report: &Report) -> (BTreeMap<&'static str, usize>
     type Recognizer = fn(&[Entry], &Violation) -> bool;
     let patterns: [(&str, Recognizer); 4] = [
         ("refused commit sent again", is_stale_commit_retry),
-        ("revocation commit sent late", is_revocation_commit_sent_late),
+        (
+            "revocation commit sent late",
+            is_revocation_commit_sent_late,
+        ),
         ("held across a coordinator move", |e, v| {
             is_held_commit_sent_late(e, GROUP, v)
         }),
-        ("held across a reconnect", is_held_commit_sent_after_reconnect),
+        (
+            "held across a reconnect",
+            is_held_commit_sent_after_reconnect,
+        ),
     ];
     let mut explained = BTreeMap::new();
     let mut unexplained = Vec::new();
     for v in report.of_kind("offset-commit-regression") {
-        match patterns.iter().find(|(_, recognizes)| recognizes(entries, v)) {
+        match patterns
+            .iter()
+            .find(|(_, recognizes)| recognizes(entries, v))
+        {
             Some((name, _)) => *explained.entry(*name).or_default() += 1,
             None => unexplained.push(v.message.clone()),
         }

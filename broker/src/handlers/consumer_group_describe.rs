@@ -97,6 +97,9 @@ pub fn handle(
                                 .map(|t| topic_name(t))
                                 .collect(),
                         )
+                        .with_subscribed_topic_regex(
+                            m.subscribed_topic_regex.as_deref().map(str_bytes),
+                        )
                         .with_assignment(assignment(&m.assigned_partitions()))
                         .with_target_assignment(assignment(
                             &cg.target.get(member_id).cloned().unwrap_or_default(),

@@ -178,10 +178,11 @@ pub fn is_revocation_commit_sent_late(entries: &[Entry], violation: &Violation) 
     let Some(member) = late.first().map(|c| c.member.as_str()) else {
         return false;
     };
-    if !late
-        .iter()
-        .any(|c| violation.key.ends_with(&format!("/{}-{}", c.topic, c.partition)))
-    {
+    if !late.iter().any(|c| {
+        violation
+            .key
+            .ends_with(&format!("/{}-{}", c.topic, c.partition))
+    }) {
         return false;
     }
     let beats = heartbeats(entries, member);
@@ -202,9 +203,8 @@ pub fn is_revocation_commit_sent_late(entries: &[Entry], violation: &Violation) 
         .map_or(0, |b| b.seq);
     let answered_us = start.start.response.as_ref().map_or(0, |r| r.at_us);
     late.iter().all(|c| {
-        let of_partition = |x: &&Committed| {
-            x.member == member && x.topic == c.topic && x.partition == c.partition
-        };
+        let of_partition =
+            |x: &&Committed| x.member == member && x.topic == c.topic && x.partition == c.partition;
         let from = all
             .iter()
             .filter(of_partition)
@@ -259,7 +259,11 @@ pub fn is_held_commit_sent_after_reconnect(entries: &[Entry], violation: &Violat
             .filter(stored)
             .find(|c| c.seq < change)
             .map_or(0, |c| c.offset);
-        let first_after = all.iter().filter(same).filter(stored).find(|c| c.seq > change);
+        let first_after = all
+            .iter()
+            .filter(same)
+            .filter(stored)
+            .find(|c| c.seq > change);
         violation
             .key
             .ends_with(&format!("/{}-{}", late.topic, late.partition))
@@ -305,8 +309,7 @@ fn revocations<'a>(beats: &[&'a Entry]) -> Vec<Revocation<'a>> {
         };
         let owned = h.owned.as_deref().map(set);
         for (r, revoked) in out.iter_mut().filter(|(r, _)| r.end.is_none()) {
-            let done = h.member_epoch < 0
-                || owned.as_ref().is_some_and(|o| o.is_disjoint(revoked));
+            let done = h.member_epoch < 0 || owned.as_ref().is_some_and(|o| o.is_disjoint(revoked));
             if done {
                 r.end = Some(e.seq);
             }
@@ -317,7 +320,13 @@ fn revocations<'a>(beats: &[&'a Entry]) -> Vec<Revocation<'a>> {
                 .map(|c| c.difference(&assigned).cloned().collect())
                 .unwrap_or_default();
             if !revoked.is_empty() {
-                out.push((Revocation { start: e, end: None }, revoked));
+                out.push((
+                    Revocation {
+                        start: e,
+                        end: None,
+                    },
+                    revoked,
+                ));
             }
             current = Some(assigned);
         }

@@ -68,9 +68,10 @@ fn target(
         .collect()
 }
 
-fn expected(
-    targets: &[(&str, &[(u128, &[i32])])],
-) -> BTreeMap<String, BTreeMap<String, BTreeSet<i32>>> {
+/// A member's expected target: its id, and partitions by topic id.
+type Target<'a> = (&'a str, &'a [(u128, &'a [i32])]);
+
+fn expected(targets: &[Target<'_>]) -> BTreeMap<String, BTreeMap<String, BTreeSet<i32>>> {
     targets
         .iter()
         .map(|(id, parts)| {

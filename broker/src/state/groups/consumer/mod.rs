@@ -25,7 +25,9 @@ pub mod heartbeat;
 mod heterogeneous;
 #[cfg(test)]
 mod heterogeneous_tests;
+mod members;
 pub mod reconcile;
+pub mod regex;
 pub mod subscriptions;
 #[cfg(test)]
 mod tests;
@@ -132,6 +134,8 @@ pub struct ConsumerMember {
     pub client_host: String,
     /// Subscribed topic names.
     pub subscribed_topic_names: Vec<String>,
+    /// Subscribed topic regex (KIP-848's server-side regex), `None` for none.
+    pub subscribed_topic_regex: Option<String>,
     /// Server assignor the member asked for.
     pub server_assignor: Option<String>,
     /// What the member owns, with the epoch each partition was assigned at.
@@ -155,6 +159,7 @@ impl ConsumerMember {
             client_id: String::new(),
             client_host: String::new(),
             subscribed_topic_names: Vec::new(),
+            subscribed_topic_regex: None,
             server_assignor: None,
             assigned: BTreeMap::new(),
             pending_revocation: BTreeMap::new(),
@@ -223,6 +228,8 @@ pub struct ConsumerGroup {
     pub(crate) assigned_at: Option<Instant>,
     /// The members' subscriptions, counted by name (kept by heartbeats and [`Self::fence`]).
     pub(crate) subscribed: SubscribedNames,
+    /// The members' regexes, counted, with their resolutions ([`regex`]).
+    pub(crate) regexes: regex::Regexes,
 }
 
 impl Default for ConsumerGroup {
@@ -237,6 +244,7 @@ impl Default for ConsumerGroup {
             subscription_metadata: BTreeMap::new(),
             assigned_at: None,
             subscribed: SubscribedNames::default(),
+            regexes: regex::Regexes::default(),
         }
     }
 }
@@ -303,6 +311,9 @@ impl ConsumerGroup {
     pub(crate) fn fence(&mut self, member_id: &str) {
         if let Some(member) = self.members.remove(member_id) {
             self.subscribed.remove_names(&member.subscribed_topic_names);
+            if let Some(r) = &member.subscribed_topic_regex {
+                self.regexes.remove(r);
+            }
             self.target.remove(member_id);
             self.group_epoch = next_epoch(self.group_epoch);
         }
