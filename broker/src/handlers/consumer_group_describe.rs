@@ -31,6 +31,7 @@ pub fn handle(
     version: i16,
 ) -> ConsumerGroupDescribeResponse {
     let state = ctx.shared.state();
+    let assignors = state.groups.consumer_config.assignors;
     let names: BTreeMap<uuid::Uuid, &str> = state
         .topics
         .iter()
@@ -111,7 +112,7 @@ pub fn handle(
                 .with_group_state(str_bytes(cg.state().name()))
                 .with_group_epoch(cg.group_epoch)
                 .with_assignment_epoch(cg.assignment_epoch)
-                .with_assignor_name(str_bytes(cg.assignor()))
+                .with_assignor_name(str_bytes(cg.assignor(assignors)))
                 .with_members(members)
         })
         .collect();

@@ -93,10 +93,10 @@ pub fn handle(
             .with_error_message(Some(str_bytes(&m)))
             .with_member_epoch(0)
     };
-    if let Err(r) = req.validate(version) {
+    let mut state = ctx.shared.state();
+    if let Err(r) = req.validate(version, state.groups.consumer_config.assignors) {
         return refused(r);
     }
-    let mut state = ctx.shared.state();
     if !ctx.coordinates_group(&state, &req.group_id) {
         return ConsumerGroupHeartbeatResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());

@@ -11,7 +11,7 @@ use super::assignors::{self, MemberSpec};
 use super::members::{member_for, unknown_member};
 use super::subscriptions::subscription_metadata;
 use super::{
-    next_epoch, reconcile, regex, ConsumerGroup, MemberState, Partitions, TopicIndex, ASSIGNORS,
+    next_epoch, reconcile, regex, ConsumerGroup, MemberState, Partitions, TopicIndex,
     LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::state::groups::{Group, GroupState, Groups};
@@ -66,11 +66,12 @@ pub(super) fn refuse<T>(error: ResponseError, message: impl Into<String>) -> Res
 }
 
 impl HeartbeatRequest {
-    /// Kafka 4.4's `GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid`.
+    /// Kafka 4.4's `GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid`;
+    /// `assignors` are the configured ones (`group.consumer.assignors`).
     ///
     /// # Errors
     /// INVALID_REQUEST or UNSUPPORTED_ASSIGNOR, with Kafka's message.
-    pub fn validate(&self, version: i16) -> Result<(), Refusal> {
+    pub fn validate(&self, version: i16, assignors: &[&str]) -> Result<(), Refusal> {
         let invalid = |m: &str| refuse(ResponseError::InvalidRequest, m);
         if (version >= 1 || self.member_epoch > 0 || self.member_epoch == -1)
             && self.member_id.is_empty()
@@ -106,12 +107,12 @@ impl HeartbeatRequest {
             return invalid("MemberEpoch is invalid.");
         }
         if let Some(a) = self.server_assignor.as_deref() {
-            if !ASSIGNORS.contains(&a) {
+            if !assignors.contains(&a) {
                 return refuse(
                     ResponseError::UnsupportedAssignor,
                     format!(
                         "ServerAssignor {a} is not supported. Supported assignors: {}.",
-                        ASSIGNORS.join(", ")
+                        assignors.join(", ")
                     ),
                 );
             }
@@ -281,7 +282,11 @@ impl Groups {
                     (id.clone(), spec)
                 })
                 .collect();
-            cg.target = assignors::assign(cg.assignor(), &specs, &cg.subscription_metadata);
+            cg.target = assignors::assign(
+                cg.assignor(config.assignors),
+                &specs,
+                &cg.subscription_metadata,
+            );
             cg.assignment_epoch = cg.group_epoch;
             cg.assigned_at = Some(now);
         }
