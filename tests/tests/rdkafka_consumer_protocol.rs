@@ -33,6 +33,7 @@ use common::commit_retries::{
     is_held_commit_sent_after_reconnect, is_held_commit_sent_late, is_revocation_commit_sent_late,
     is_stale_commit_retry,
 };
+use common::groups::fetched_below_commits;
 use common::member::{describe, keep_producing, settle, wait_members, Member, SETTLE_TIMEOUT};
 use kafka_protocol::messages::ApiKey;
 use kmock::check::Severity;
@@ -56,52 +57,6 @@ fn member(cluster: &Cluster, name: &str) -> Result<Member> {
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest");
     Member::start(config, TOPIC, name, Some(1))
-}
-
-/// A Fetch of a partition below an offset the group had stored for it before: (partition,
-/// fetch seq, as a line).
-type Refetch = (i32, u64, String);
-
-/// Fetches of a partition below an offset the group had stored for it before the fetch
-/// arrived.
-fn fetched_below_commits(cluster: &Cluster) -> Vec<Refetch> {
-    let journal = cluster.journal();
-    let mut committed: HashMap<i32, (i64, u64)> = HashMap::new();
-    let mut found = Vec::new();
-    for e in journal.entries() {
-        match &e.request {
-            Some(RequestSummary::OffsetCommit(c)) if c.group_id == GROUP => {
-                for p in c.partitions.iter().filter(|p| p.error_code == Some(0)) {
-                    let slot = committed.entry(p.partition).or_insert((p.offset, e.seq));
-                    if p.offset > slot.0 {
-                        *slot = (p.offset, e.seq);
-                    }
-                }
-            }
-            Some(RequestSummary::Fetch(f))
-                if e.client_id
-                    .as_deref()
-                    .is_some_and(|c| c.starts_with("consumer")) =>
-            {
-                for p in f.partitions.iter().filter(|p| p.topic == TOPIC) {
-                    if let Some((offset, seq)) = committed.get(&p.partition) {
-                        if p.fetch_offset < *offset {
-                            found.push((
-                                p.partition,
-                                e.seq,
-                                format!(
-                                    "Fetch seq {} by {:?} of {TOPIC}-{} at {} after OffsetCommit seq {seq} stored {offset}",
-                                    e.seq, e.client_id, p.partition, p.fetch_offset
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    found
 }
 
 /// Per partition: records stored, the last offset the group stored, and each member's last
@@ -267,7 +222,7 @@ async fn run(faults: bool) -> Result<usize> {
         heartbeats > 0 && joins == 0,
         "the members used {heartbeats} ConsumerGroupHeartbeat and {joins} JoinGroup requests: not the consumer protocol"
     );
-    let again = fetched_below_commits(&cluster);
+    let again = fetched_below_commits(journal.entries(), GROUP, TOPIC, "consumer");
     let report = cluster.check(&Checks::default());
     if !report.is_clean() || !again.is_empty() {
         let path = std::env::temp_dir().join(format!("kip848-{}.jsonl", std::process::id()));

@@ -208,8 +208,7 @@ pub fn is_revocation_commit_sent_late(entries: &[Entry], violation: &Violation) 
         let from = all
             .iter()
             .filter(of_partition)
-            .filter(|x| x.seq < previous_beat)
-            .last()
+            .rfind(|x| x.seq < previous_beat)
             .map_or(0, |x| x.seq);
         all.iter()
             .filter(of_partition)
@@ -234,7 +233,7 @@ pub fn is_held_commit_sent_after_reconnect(entries: &[Entry], violation: &Violat
     };
     let all = commits(entries);
     all.iter().filter(|c| c.seq == lower.seq).any(|late| {
-        let member_requests = entries.iter().filter(|e| match &e.request {
+        let mut member_requests = entries.iter().filter(|e| match &e.request {
             Some(RequestSummary::OffsetCommit(c)) => c.member_id == late.member,
             Some(RequestSummary::ConsumerGroupHeartbeat(h)) => {
                 h.answered_member_id.as_deref().unwrap_or(&h.member_id) == late.member
@@ -242,9 +241,8 @@ pub fn is_held_commit_sent_after_reconnect(entries: &[Entry], violation: &Violat
             _ => false,
         });
         let Some(change) = member_requests
-            .filter(|e| e.seq < lower.seq && e.conn != lower.conn)
+            .rfind(|e| e.seq < lower.seq && e.conn != lower.conn)
             .map(|e| e.seq)
-            .last()
         else {
             return false;
         };

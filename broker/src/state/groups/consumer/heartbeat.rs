@@ -149,10 +149,10 @@ impl Groups {
             .as_deref()
             .filter(|r| !r.is_empty());
         if let Some(r) = regex.filter(|_| create) {
-            if !self
+            if self
                 .groups
                 .get(&group_id)
-                .is_some_and(|g| g.consumer.is_some())
+                .is_none_or(|g| g.consumer.is_none())
             {
                 regex::compile(r)?;
             }
