@@ -26,9 +26,9 @@
 //! regex no member had yet that does not compile is INVALID_REGULAR_EXPRESSION, and topics
 //! created later join within Kafka's 10 s batch interval.
 //!
-//! Deviations from Apache Kafka: regexes are resolved on the heartbeat that finds a resolution
-//! due, and that heartbeat already sees it (Kafka resolves in the background and a later
-//! heartbeat sees the result); they are read with the `regex` crate, not RE2/J (differences in
+//! Deviations from Apache Kafka: a regex resolution computed on a heartbeat is applied on the
+//! group's next heartbeat (Kafka applies it when its background resolution completes, usually
+//! before that heartbeat, though a heartbeat may come first); regexes are read with the `regex` crate, not RE2/J (differences in
 //! [`crate::state::groups::consumer::regex`]), without `group.consumer.regex.refresh.interval.ms`
 //! (resolved again every 10 s while some heartbeat comes, not only after new topics or 10
 //! minutes: the result is the same) and without ACLs (Kafka drops the topics a member may not

@@ -257,7 +257,8 @@ impl Groups {
         }
         member.client_id = req.client_id.clone();
         member.client_host = req.client_host.clone();
-        bump |= cg.regexes.maybe_resolve(topics, now);
+        bump |= cg.regexes.apply_pending();
+        cg.regexes.maybe_resolve(topics, now);
         let metadata = subscription_metadata(cg, topics);
         if metadata != cg.subscription_metadata {
             cg.subscription_metadata = metadata;

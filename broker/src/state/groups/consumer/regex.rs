@@ -7,8 +7,10 @@
 //! INVALID_REGULAR_EXPRESSION (`Utils.throwIfRegularExpressionIsInvalid`). Every regex of the
 //! group is resolved, matched as a whole (RE2/J's `Matcher.matches`) against every topic name
 //! of the cluster, on a heartbeat at least [`REGEX_BATCH_REFRESH_MIN_INTERVAL`] (10 s, Kafka's
-//! `REGEX_BATCH_REFRESH_MIN_INTERVAL_MS`) after the last resolution (the first at once): so a
-//! new regex, and a topic created later, join the subscription within that time. A member's
+//! `REGEX_BATCH_REFRESH_MIN_INTERVAL_MS`) after the last resolution (the first at once), and
+//! applied by the group's next heartbeat, as Kafka applies the result of its background
+//! resolution after the heartbeat that started it: so a new regex, and a topic created later,
+//! join the subscription within that time and one heartbeat. A member's
 //! topics for the assignor are its names and what its regex resolved to.
 //!
 //! The syntax is the `regex` crate's, which follows RE2's as RE2/J's does; where they differ:
@@ -79,6 +81,9 @@ pub fn compile(regex: &str) -> Result<regex::Regex, Refusal> {
 pub struct Regexes {
     by_regex: BTreeMap<String, (usize, Option<BTreeSet<String>>)>,
     resolved_at: Option<Instant>,
+    /// A resolution computed on a heartbeat, applied on the group's next one (Kafka resolves
+    /// in the background: the heartbeat that starts it does not see it).
+    pending: Option<Vec<(String, BTreeSet<String>)>>,
 }
 
 impl Regexes {
@@ -126,15 +131,31 @@ impl Regexes {
             .collect()
     }
 
+    /// Applies the resolution an earlier heartbeat computed, if any (regexes no member
+    /// subscribes to any more are skipped); whether any regex's topics changed.
+    pub fn apply_pending(&mut self) -> bool {
+        let mut changed = false;
+        for (regex, found) in self.pending.take().into_iter().flatten() {
+            if let Some((_, slot)) = self.by_regex.get_mut(&regex) {
+                if slot.as_ref() != Some(&found) {
+                    changed = true;
+                    *slot = Some(found);
+                }
+            }
+        }
+        changed
+    }
+
     /// Resolves every regex against `topics` if one is due (Kafka's batch interval since the
-    /// last resolution, the first at once); whether any resolution changed.
-    pub fn maybe_resolve(&mut self, topics: &impl TopicIndex, now: Instant) -> bool {
+    /// last resolution, the first at once), to be applied by the group's next heartbeat
+    /// ([`Self::apply_pending`]).
+    pub fn maybe_resolve(&mut self, topics: &impl TopicIndex, now: Instant) {
         if self.by_regex.is_empty()
             || self
                 .resolved_at
                 .is_some_and(|at| now <= at + REGEX_BATCH_REFRESH_MIN_INTERVAL)
         {
-            return false;
+            return;
         }
         self.resolved_at = Some(now);
         let mut matchers: Vec<(&String, Option<regex::Regex>, BTreeSet<String>)> = self
@@ -149,19 +170,12 @@ impl Regexes {
                 }
             }
         });
-        let resolved: Vec<(String, BTreeSet<String>)> = matchers
-            .into_iter()
-            .map(|(r, _, found)| (r.clone(), found))
-            .collect();
-        let mut changed = false;
-        for (regex, found) in resolved {
-            let slot = &mut self.by_regex.get_mut(&regex).expect("listed above").1;
-            if slot.as_ref() != Some(&found) {
-                changed = true;
-                *slot = Some(found);
-            }
-        }
-        changed
+        self.pending = Some(
+            matchers
+                .into_iter()
+                .map(|(r, _, found)| (r.clone(), found))
+                .collect(),
+        );
     }
 }
 
@@ -179,14 +193,19 @@ mod tests {
         let mut r = Regexes::default();
         r.add("orders-.*");
         let now = Instant::now();
-        assert!(r.maybe_resolve(&topics, now));
+        r.maybe_resolve(&topics, now);
+        assert_eq!(
+            r.topics("orders-.*").count(),
+            0,
+            "applied by the next heartbeat"
+        );
+        assert!(r.apply_pending());
         assert_eq!(r.topics("orders-.*").collect::<Vec<_>>(), ["orders-1"]);
         topics.insert("orders-3".to_owned(), (Uuid::from_u128(3), 1));
-        assert!(
-            !r.maybe_resolve(&topics, now + Duration::from_secs(10)),
-            "within 10 s"
-        );
-        assert!(r.maybe_resolve(&topics, now + Duration::from_millis(10_001)));
+        r.maybe_resolve(&topics, now + Duration::from_secs(10));
+        assert!(!r.apply_pending(), "nothing resolved within 10 s");
+        r.maybe_resolve(&topics, now + Duration::from_millis(10_001));
+        assert!(r.apply_pending());
         assert_eq!(
             r.topics("orders-.*").collect::<Vec<_>>(),
             ["orders-1", "orders-3"]
