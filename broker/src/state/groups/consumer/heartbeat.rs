@@ -227,7 +227,10 @@ impl Groups {
             member.rebalance_timeout =
                 std::time::Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64);
         }
-        let mut bump = is_new;
+        // A new member moves the group epoch through its subscription (names, a resolved
+        // regex) or assignor, as in Kafka 4.4: one joining with a regex not resolved yet does
+        // not, until the resolution is applied.
+        let mut bump = false;
         if let Some(a) = &req.server_assignor {
             bump |= member.server_assignor.as_ref() != Some(a);
             member.server_assignor = Some(a.clone());
@@ -246,7 +249,9 @@ impl Groups {
         }
         if let Some(sent) = sent_regex {
             if sent != member.subscribed_topic_regex {
-                bump = true;
+                // As Kafka 4.4: the epoch moves now only for a regex dropped or one the group
+                // has resolved already; otherwise when its resolution is applied.
+                bump |= sent.as_deref().is_none_or(|r| cg.regexes.is_resolved(r));
                 if let Some(old) = std::mem::replace(&mut member.subscribed_topic_regex, sent) {
                     cg.regexes.remove(&old);
                 }

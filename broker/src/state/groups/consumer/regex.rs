@@ -97,6 +97,13 @@ impl Regexes {
         self.by_regex.contains_key(regex)
     }
 
+    /// Whether `regex` has been resolved (some member subscribes to it).
+    pub fn is_resolved(&self, regex: &str) -> bool {
+        self.by_regex
+            .get(regex)
+            .is_some_and(|(_, resolved)| resolved.is_some())
+    }
+
     /// Counts one more member subscribing to `regex`.
     pub fn add(&mut self, regex: &str) {
         self.by_regex.entry(regex.to_owned()).or_default().0 += 1;
