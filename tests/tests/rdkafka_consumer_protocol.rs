@@ -11,8 +11,11 @@
 //! sends such a commit again after newer ones were stored: the committed offset moves backwards
 //! (Kafka stores the late commit too: it carries the member's current epoch), and the next owner
 //! of the partition fetches from there. That run is judged by the checks naming it: nothing
-//! lost, every violation an `offset-commit-regression`, and every fetch below a stored commit
-//! preceded by a regression of its partition.
+//! lost, every violation an `offset-commit-regression`, every fetch below a stored commit
+//! preceded by a regression of its partition, and every regression (in both runs) explained by
+//! one of librdkafka's known commit patterns (`common::commit_retries`): a refused commit sent
+//! again, the commit built when a KIP-848 revocation began sent when it ends, or commits held
+//! while the member had no coordinator (moved, or its connection cut) sent late.
 //!
 //! "Fetched again after a commit" is read from the journal in arrival order: a Fetch of a
 //! partition below an offset the group had already stored for it would hand out messages a
@@ -20,17 +23,22 @@
 
 mod common;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
+use common::commit_retries::{
+    is_held_commit_sent_after_reconnect, is_held_commit_sent_late, is_revocation_commit_sent_late,
+    is_stale_commit_retry,
+};
+use common::groups::fetched_below_commits;
 use common::member::{describe, keep_producing, settle, wait_members, Member, SETTLE_TIMEOUT};
 use kafka_protocol::messages::ApiKey;
 use kmock::check::Severity;
 use kmock::journal::RequestSummary;
-use kmock::{Checks, Cluster, Rule};
+use kmock::{Checks, Cluster, Entry, Report, Rule, Violation};
 use kmock_tests::repeat;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::FutureProducer;
@@ -49,52 +57,6 @@ fn member(cluster: &Cluster, name: &str) -> Result<Member> {
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest");
     Member::start(config, TOPIC, name, Some(1))
-}
-
-/// A Fetch of a partition below an offset the group had stored for it before: (partition,
-/// fetch seq, as a line).
-type Refetch = (i32, u64, String);
-
-/// Fetches of a partition below an offset the group had stored for it before the fetch
-/// arrived.
-fn fetched_below_commits(cluster: &Cluster) -> Vec<Refetch> {
-    let journal = cluster.journal();
-    let mut committed: HashMap<i32, (i64, u64)> = HashMap::new();
-    let mut found = Vec::new();
-    for e in journal.entries() {
-        match &e.request {
-            Some(RequestSummary::OffsetCommit(c)) if c.group_id == GROUP => {
-                for p in c.partitions.iter().filter(|p| p.error_code == Some(0)) {
-                    let slot = committed.entry(p.partition).or_insert((p.offset, e.seq));
-                    if p.offset > slot.0 {
-                        *slot = (p.offset, e.seq);
-                    }
-                }
-            }
-            Some(RequestSummary::Fetch(f))
-                if e.client_id
-                    .as_deref()
-                    .is_some_and(|c| c.starts_with("consumer")) =>
-            {
-                for p in f.partitions.iter().filter(|p| p.topic == TOPIC) {
-                    if let Some((offset, seq)) = committed.get(&p.partition) {
-                        if p.fetch_offset < *offset {
-                            found.push((
-                                p.partition,
-                                e.seq,
-                                format!(
-                                    "Fetch seq {} by {:?} of {TOPIC}-{} at {} after OffsetCommit seq {seq} stored {offset}",
-                                    e.seq, e.client_id, p.partition, p.fetch_offset
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    found
 }
 
 /// Per partition: records stored, the last offset the group stored, and each member's last
@@ -142,6 +104,39 @@ fn heartbeats(cluster: &Cluster) -> String {
         .map(|e| serde_json::to_string(&e.request).unwrap_or_default())
         .collect();
     lines.join("\n")
+}
+
+/// Each `offset-commit-regression` of `report` named by the first of librdkafka's known
+/// commit patterns that explains it (counted by pattern), and the messages of those none
+/// explains.
+fn explain(entries: &[Entry], report: &Report) -> (BTreeMap<&'static str, usize>, Vec<String>) {
+    type Recognizer = fn(&[Entry], &Violation) -> bool;
+    let patterns: [(&str, Recognizer); 4] = [
+        ("refused commit sent again", is_stale_commit_retry),
+        (
+            "revocation commit sent late",
+            is_revocation_commit_sent_late,
+        ),
+        ("held across a coordinator move", |e, v| {
+            is_held_commit_sent_late(e, GROUP, v)
+        }),
+        (
+            "held across a reconnect",
+            is_held_commit_sent_after_reconnect,
+        ),
+    ];
+    let mut explained = BTreeMap::new();
+    let mut unexplained = Vec::new();
+    for v in report.of_kind("offset-commit-regression") {
+        match patterns
+            .iter()
+            .find(|(_, recognizes)| recognizes(entries, v))
+        {
+            Some((name, _)) => *explained.entry(*name).or_default() += 1,
+            None => unexplained.push(v.message.clone()),
+        }
+    }
+    (explained, unexplained)
 }
 
 /// One run; the number of offset-commit-regression findings.
@@ -227,7 +222,7 @@ async fn run(faults: bool) -> Result<usize> {
         heartbeats > 0 && joins == 0,
         "the members used {heartbeats} ConsumerGroupHeartbeat and {joins} JoinGroup requests: not the consumer protocol"
     );
-    let again = fetched_below_commits(&cluster);
+    let again = fetched_below_commits(journal.entries(), GROUP, TOPIC, "consumer");
     let report = cluster.check(&Checks::default());
     if !report.is_clean() || !again.is_empty() {
         let path = std::env::temp_dir().join(format!("kip848-{}.jsonl", std::process::id()));
@@ -275,6 +270,13 @@ async fn run(faults: bool) -> Result<usize> {
             other.is_empty(),
             "violations other than offset-commit-regression:\n{}",
             other.join("\n")
+        );
+        let (explained, unexplained) = explain(journal.entries(), &report);
+        println!("offset-commit-regression by librdkafka pattern: {explained:?}");
+        ensure!(
+            unexplained.is_empty(),
+            "offset-commit-regression that no known librdkafka pattern explains:\n{}",
+            unexplained.join("\n")
         );
         let unexplained: Vec<&str> = again
             .iter()

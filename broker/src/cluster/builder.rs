@@ -192,6 +192,17 @@ impl ClusterBuilder {
         self
     }
 
+    /// The server-side assignors KIP-848 members may name, the first the default (Kafka's
+    /// `group.consumer.assignors`; default `uniform`, `range`).
+    ///
+    /// # Errors
+    /// [`Error::Config`] unless `names` lists `uniform` and/or `range`, each once.
+    pub fn consumer_group_assignors(mut self, names: &[&str]) -> Result<Self, Error> {
+        self.config.consumer_groups.assignors =
+            crate::state::groups::consumer::assignor_list(names).map_err(Error::Config)?;
+        Ok(self)
+    }
+
     /// Members a KIP-848 consumer group takes before GROUP_MAX_SIZE_REACHED (Kafka's
     /// `group.consumer.max.size`). Default unlimited.
     pub fn consumer_group_max_size(mut self, members: usize) -> Self {

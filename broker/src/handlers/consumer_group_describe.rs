@@ -45,6 +45,7 @@ pub fn handle(
             .with_groups(request.group_ids.iter().map(unsupported).collect());
     }
     let state = ctx.shared.state();
+    let assignors = state.groups.consumer_config.assignors;
     let names: BTreeMap<uuid::Uuid, &str> = state
         .topics
         .iter()
@@ -111,6 +112,9 @@ pub fn handle(
                                 .map(|t| topic_name(t))
                                 .collect(),
                         )
+                        .with_subscribed_topic_regex(
+                            m.subscribed_topic_regex.as_deref().map(str_bytes),
+                        )
                         .with_assignment(assignment(&m.assigned_partitions()))
                         .with_target_assignment(assignment(
                             &cg.target.get(member_id).cloned().unwrap_or_default(),
@@ -122,7 +126,7 @@ pub fn handle(
                 .with_group_state(str_bytes(cg.state().name()))
                 .with_group_epoch(cg.group_epoch)
                 .with_assignment_epoch(cg.assignment_epoch)
-                .with_assignor_name(str_bytes(cg.assignor()))
+                .with_assignor_name(str_bytes(cg.assignor(assignors)))
                 .with_members(members)
         })
         .collect();

@@ -24,10 +24,19 @@
 //! else, as Kafka 3.7-3.9's `KafkaApis` answers while the consumer protocol is off (their
 //! default); 3.6 and older do not list the API, so its requests close the connection.
 //!
-//! Deviations from Apache Kafka: a subscription by regular expression
-//! (a non-empty `subscribed_topic_regex`) is refused with INVALID_REQUEST ("SubscribedTopicRegex
-//! is not supported by kmock."; an empty one, which librdkafka sends beside its topic names,
-//! means none, as for Kafka); a live classic group is not upgraded to a consumer group (Kafka's
+//! A subscription by regular expression (`subscribed_topic_regex`, KIP-848's server-side regex;
+//! an empty one, which librdkafka sends beside its topic names, means none) is resolved against
+//! the cluster's topics as Kafka 4.4 resolves it ([`crate::state::groups::consumer::regex`]): a
+//! regex no member had yet that does not compile is INVALID_REGULAR_EXPRESSION, and topics
+//! created later join within Kafka's 10 s batch interval.
+//!
+//! Deviations from Apache Kafka: a regex resolution computed on a heartbeat is applied on the
+//! group's next heartbeat (Kafka applies it when its background resolution completes, usually
+//! before that heartbeat, though a heartbeat may come first); regexes are read with the `regex`
+//! crate, not RE2/J (differences in [`crate::state::groups::consumer::regex`]), without `group.consumer.regex.refresh.interval.ms`
+//! (resolved again every 10 s while some heartbeat comes, not only after new topics or 10
+//! minutes: the result is the same) and without ACLs (Kafka drops the topics a member may not
+//! describe); a live classic group is not upgraded to a consumer group (Kafka's
 //! `group.consumer.migration.policy` default, `bidirectional`, converts it when every member
 //! uses the consumer protocol type): it is answered as with the policy `disabled`; the rack id
 //! does not change the assignment (Kafka's assignors prefer same-rack partitions only when
@@ -94,21 +103,10 @@ pub fn handle(
             .with_error_message(Some(str_bytes(&m)))
             .with_member_epoch(0)
     };
-    if let Err(r) = req.validate(version) {
+    let mut state = ctx.shared.state();
+    if let Err(r) = req.validate(version, state.groups.consumer_config.assignors) {
         return refused(r);
     }
-    // An empty regex is no regex (librdkafka sends "" with its topic names, as Kafka takes).
-    if req
-        .subscribed_topic_regex
-        .as_deref()
-        .is_some_and(|r| !r.is_empty())
-    {
-        return refused((
-            ResponseError::InvalidRequest,
-            "SubscribedTopicRegex is not supported by kmock.".to_owned(),
-        ));
-    }
-    let mut state = ctx.shared.state();
     if !ctx.coordinates_group(&state, &req.group_id) {
         return ConsumerGroupHeartbeatResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());

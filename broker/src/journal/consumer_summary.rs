@@ -9,6 +9,9 @@ use uuid::Uuid;
 use super::summary::{bounded_len, TopicPartitions, MAX_SUMMARY_ITEMS};
 use crate::state::ClusterState;
 
+/// Most characters of a subscribed regex the journal keeps.
+pub const MAX_REGEX_CHARS: usize = 1024;
+
 /// A ConsumerGroupHeartbeat request and its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerGroupHeartbeatSummary {
@@ -22,6 +25,10 @@ pub struct ConsumerGroupHeartbeatSummary {
     pub instance_id: Option<String>,
     /// Subscribed topic names sent (`None`: unchanged).
     pub subscribed_topic_names: Option<Vec<String>>,
+    /// Subscribed topic regex sent (`None`: unchanged; empty: none); at most
+    /// [`MAX_REGEX_CHARS`] characters kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribed_topic_regex: Option<String>,
     /// Server assignor asked for (`None`: unchanged).
     pub server_assignor: Option<String>,
     /// Partitions the member said it owns (`None`: unchanged, not sent).
@@ -83,6 +90,10 @@ pub(super) fn summarize(
                 .map(|t| t.0.as_str().to_owned())
                 .collect()
         }),
+        subscribed_topic_regex: r
+            .subscribed_topic_regex
+            .as_ref()
+            .map(|s| s.as_str().chars().take(MAX_REGEX_CHARS).collect()),
         server_assignor: text(&r.server_assignor),
         owned,
         dropped_partitions: bounded_len(total, kept),
@@ -94,15 +105,30 @@ pub(super) fn summarize(
 }
 
 /// The ids and names of the topics an answer to `s` may assign: those the group subscribes
-/// to, and those the request subscribes to, that exist.
+/// to, and those the request subscribes to, that exist; every topic when the request or the
+/// group subscribes by regex (its resolution may change on this heartbeat, to topics no
+/// earlier answer named).
 pub(crate) fn topic_names(
     state: &ClusterState,
     s: &ConsumerGroupHeartbeatSummary,
 ) -> Vec<(Uuid, String)> {
-    let mut names: Vec<&String> = state
+    let group = state
         .groups
         .get(&s.group_id)
-        .and_then(|g| g.consumer.as_ref())
+        .and_then(|g| g.consumer.as_ref());
+    let by_regex = s
+        .subscribed_topic_regex
+        .as_deref()
+        .is_some_and(|r| !r.is_empty())
+        || group.is_some_and(|cg| !cg.regexes.is_empty());
+    if by_regex {
+        return state
+            .topics
+            .iter()
+            .map(|(n, t)| (t.id, n.clone()))
+            .collect();
+    }
+    let mut names: Vec<&String> = group
         .map(|cg| cg.subscription_metadata.keys().collect())
         .unwrap_or_default();
     names.extend(s.subscribed_topic_names.iter().flatten());

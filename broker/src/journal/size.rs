@@ -141,7 +141,7 @@ heap_of_fields! {
     ListTransactionsSummary => [state_filters, producer_id_filters, transactional_id_pattern],
     DescribeProducersSummary => [topics],
     ConsumerGroupHeartbeatSummary => [group_id, member_id, instance_id, subscribed_topic_names,
-        server_assignor, owned, answered_member_id, assignment, topic_names],
+        subscribed_topic_regex, server_assignor, owned, answered_member_id, assignment, topic_names],
 }
 
 impl Heap for uuid::Uuid {

@@ -1,5 +1,7 @@
 //! From a parsed scenario to what runs: the cluster builder, the fault rules and the checks.
 
+use std::time::Duration;
+
 use super::Scenario;
 use crate::check::{self, Checks};
 use crate::cluster::{ClusterBuilder, TransactionVersion};
@@ -55,6 +57,9 @@ impl Scenario {
         if let Some(n) = self.journal_max_bytes {
             b = b.journal_max_bytes(n);
         }
+        if let Some(g) = &self.consumer_groups {
+            b = g.apply(b)?;
+        }
         for t in &self.topics {
             b = b.topic(&t.name, t.partitions);
         }
@@ -100,6 +105,48 @@ impl Scenario {
     }
 }
 
+impl super::ConsumerGroupsSpec {
+    /// `b` with these settings.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a zero session timeout or heartbeat interval, a heartbeat interval
+    /// not below the session timeout (Kafka refuses both at start-up), `max_size: 0`, or bad
+    /// assignors.
+    fn apply(&self, mut b: ClusterBuilder) -> Result<ClusterBuilder, Error> {
+        let bad = |m: &str| Err(Error::Config(format!("consumer_groups: {m}")));
+        if self.session_timeout.is_some_and(|d| d.is_zero()) {
+            return bad("session_timeout must be above zero");
+        }
+        if self.heartbeat_interval.is_some_and(|d| d.is_zero()) {
+            return bad("heartbeat_interval must be above zero");
+        }
+        let session = self.session_timeout.unwrap_or(Duration::from_secs(45));
+        if self.heartbeat_interval.unwrap_or(Duration::from_secs(5)) >= session {
+            return bad("heartbeat_interval must be below session_timeout");
+        }
+        if self.max_size == Some(0) {
+            return bad("max_size must be at least 1");
+        }
+        if let Some(d) = self.session_timeout {
+            b = b.consumer_group_session_timeout(d);
+        }
+        if let Some(d) = self.heartbeat_interval {
+            b = b.consumer_group_heartbeat_interval(d);
+        }
+        if let Some(d) = self.assignment_interval {
+            b = b.consumer_group_assignment_interval(d);
+        }
+        if let Some(n) = self.max_size {
+            b = b.consumer_group_max_size(n);
+        }
+        if let Some(names) = &self.assignors {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            b = b.consumer_group_assignors(&names)?;
+        }
+        Ok(b)
+    }
+}
+
 /// The checks a scenario asks for, run on a finished cluster: the report, and whether every
 /// rule expectation held.
 pub fn finish(
@@ -107,4 +154,58 @@ pub fn finish(
     checks: Option<&Checks>,
 ) -> (Option<check::Report>, Result<(), Error>) {
     (checks.map(|c| cluster.check(c)), cluster.verify())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consumer_group_settings_reach_the_cluster_config() {
+        let s = Scenario::parse(
+            "consumer_groups:\n  session_timeout: 10s\n  heartbeat_interval: 500ms\n  \
+             assignment_interval: 0s\n  max_size: 3\n  assignors: [range, uniform]\n",
+        )
+        .unwrap();
+        let c = s.builder().unwrap().config.consumer_groups;
+        assert_eq!(
+            (
+                c.session_timeout,
+                c.heartbeat_interval,
+                c.assignment_interval,
+                c.max_size,
+                c.assignors
+            ),
+            (
+                Duration::from_secs(10),
+                Duration::from_millis(500),
+                Duration::ZERO,
+                3,
+                &["range", "uniform"][..]
+            )
+        );
+        let defaults = Scenario::parse("brokers: 1\n").unwrap().builder().unwrap();
+        assert_eq!(
+            defaults.config.consumer_groups.assignors,
+            &["uniform", "range"][..]
+        );
+    }
+
+    #[test]
+    fn consumer_group_settings_kafka_would_refuse_are_refused() {
+        for (yaml, says) in [
+            ("session_timeout: 0s", "session_timeout must be above zero"),
+            (
+                "heartbeat_interval: 45s",
+                "heartbeat_interval must be below session_timeout",
+            ),
+            ("max_size: 0", "max_size must be at least 1"),
+            ("assignors: [sticky]", "name uniform and/or range"),
+            ("assignors: [range, range]", "name uniform and/or range"),
+        ] {
+            let s = Scenario::parse(&format!("consumer_groups:\n  {yaml}\n")).unwrap();
+            let err = s.builder().err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains(says), "{yaml}: {err}");
+        }
+    }
 }

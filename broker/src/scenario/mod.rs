@@ -18,6 +18,12 @@
 //!                           # COORDINATOR_LOAD_IN_PROGRESS this long after the start (default none)
 //! control_token: s3cret     # kmock serve's control API requires `Authorization: Bearer s3cret`
 //! journal_max_bytes: 536870912 # estimated heap bytes kept (default 512 MiB)
+//! consumer_groups:          # KIP-848 groups (group.protocol=consumer), Kafka's broker configs
+//!   session_timeout: 45s    # group.consumer.session.timeout.ms (default 45s)
+//!   heartbeat_interval: 5s  # group.consumer.heartbeat.interval.ms (default 5s)
+//!   assignment_interval: 1s # group.consumer.assignment.interval.ms (default 1s)
+//!   max_size: 100           # group.consumer.max.size (default unlimited)
+//!   assignors: [uniform, range] # group.consumer.assignors, the first the default
 //! topics:
 //!   - { name: orders, partitions: 6 }
 //! rules:
@@ -115,6 +121,9 @@ pub struct Scenario {
     /// Estimated heap bytes of journal kept in memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_max_bytes: Option<usize>,
+    /// Settings of KIP-848 consumer groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_groups: Option<ConsumerGroupsSpec>,
     /// Topics created at start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topics: Vec<TopicSpec>,
@@ -139,6 +148,41 @@ pub struct Scenario {
     /// Cluster operations to run while serving ([`crate::schedule`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<crate::schedule::OperationSpec>,
+}
+
+/// The KIP-848 consumer group settings of a scenario, Kafka's broker configs of the same
+/// names ([`crate::ClusterBuilder::consumer_group_session_timeout`] and the others); unset ones
+/// keep Kafka's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerGroupsSpec {
+    /// `group.consumer.session.timeout.ms`, e.g. `45s`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
+    pub session_timeout: Option<Duration>,
+    /// `group.consumer.heartbeat.interval.ms`, e.g. `5s`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
+    pub heartbeat_interval: Option<Duration>,
+    /// `group.consumer.assignment.interval.ms`, e.g. `1s` (`0s`: a target on every change).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
+    pub assignment_interval: Option<Duration>,
+    /// `group.consumer.max.size`: members per group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<usize>,
+    /// `group.consumer.assignors`: `uniform` and/or `range`, the first the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignors: Option<Vec<String>>,
 }
 
 /// A topic of a scenario.

@@ -1,6 +1,9 @@
 //! Consumer-group helpers over the journal: which requests belong to a group, which were
 //! answered without error, and the `__consumer_offsets` partition that picks its coordinator.
 
+use std::collections::HashMap;
+
+use kmock::journal::RequestSummary;
 use kmock::Entry;
 
 /// Kafka's internal topic whose partition leaders coordinate groups.
@@ -30,4 +33,59 @@ pub fn answered_ok(e: &Entry) -> bool {
     e.response
         .as_ref()
         .is_some_and(|r| r.error_codes.is_empty())
+}
+
+/// A Fetch of a partition below an offset the group had stored for it before: (partition,
+/// fetch seq, as a line).
+pub type Refetch = (i32, u64, String);
+
+/// Fetches of `topic`, by clients whose id starts with `clients`, below an offset `group` had
+/// stored for the partition before the fetch arrived: messages a commit said were done, handed
+/// out again.
+pub fn fetched_below_commits(
+    entries: &[Entry],
+    group: &str,
+    topic: &str,
+    clients: &str,
+) -> Vec<Refetch> {
+    let mut committed: HashMap<i32, (i64, u64)> = HashMap::new();
+    let mut found = Vec::new();
+    for e in entries {
+        match &e.request {
+            Some(RequestSummary::OffsetCommit(c)) if c.group_id == group => {
+                for p in c
+                    .partitions
+                    .iter()
+                    .filter(|p| p.topic == topic && p.error_code == Some(0))
+                {
+                    let slot = committed.entry(p.partition).or_insert((p.offset, e.seq));
+                    if p.offset > slot.0 {
+                        *slot = (p.offset, e.seq);
+                    }
+                }
+            }
+            Some(RequestSummary::Fetch(f))
+                if e.client_id
+                    .as_deref()
+                    .is_some_and(|c| c.starts_with(clients)) =>
+            {
+                for p in f.partitions.iter().filter(|p| p.topic == topic) {
+                    if let Some((offset, seq)) = committed.get(&p.partition) {
+                        if p.fetch_offset < *offset {
+                            found.push((
+                                p.partition,
+                                e.seq,
+                                format!(
+                                    "Fetch seq {} by {:?} of {topic}-{} at {} after OffsetCommit seq {seq} stored {offset}",
+                                    e.seq, e.client_id, p.partition, p.fetch_offset
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
 }

@@ -365,3 +365,54 @@ pub(super) async fn consumer_group_reconciliation_and_commits(cx: Ctx) -> Result
     ));
     Ok(lines)
 }
+
+/// A member subscribing by regex: one that does not compile (Kafka's error and the start of
+/// its message: the description after it is RE2/J's), then one matching the case's topic, whose
+/// resolution the join starts and a later heartbeat sees.
+pub(super) async fn consumer_group_regex_subscriptions(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let topic = cx.create(&client, "r", 2, &[]).await?;
+    let group = cx.topic("g");
+    coordinator(&client, &group).await?;
+    let t = client.metadata(Some(&[topic.as_str()])).await?.topics[0].topic_id;
+    let regex = topic.replace('.', "\\.");
+    let by_regex = |regex: &str| {
+        consumer_group::join(&group, "a", &[])
+            .with_subscribed_topic_names(None)
+            .with_subscribed_topic_regex(Some(text(regex)))
+    };
+    let mut lines = Vec::new();
+    let bad = format!("{regex}(");
+    let answer = send(&client, by_regex(&bad)).await?;
+    let message = answer.error_message.as_ref().map(|m| m.to_string());
+    lines.push(format!(
+        "a regex that does not compile: {} {:?}",
+        err(answer.error_code),
+        message.map(|m| {
+            let m = m.replace(&bad, "<regex>");
+            m.split_once(": ")
+                .map_or(m.clone(), |(head, _)| head.to_owned())
+        })
+    ));
+    let described = client
+        .send(
+            ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(text(&group))]),
+            0,
+        )
+        .await?;
+    lines.push(format!(
+        "the group after it: {}",
+        err(described.groups[0].error_code)
+    ));
+    let a = send(&client, by_regex(&regex)).await?;
+    lines.push(line("A joins by regex", &a));
+    let epoch = a.member_epoch;
+    let a = beat_until(
+        &client,
+        || beat(&group, "a", epoch, t, None),
+        |answer| assigned(answer).is_some_and(|p| p.len() == 2),
+    )
+    .await?;
+    lines.push(line("A once the regex is resolved", &a));
+    Ok(lines)
+}

@@ -35,7 +35,10 @@ pub(super) use commits::commit as commit_as;
 use commits::{
     offset_commit_and_fetch_unknown_group_and_topic, offset_commit_members_and_generations,
 };
-use consumer::{consumer_group_heartbeat_errors, consumer_group_reconciliation_and_commits};
+use consumer::{
+    consumer_group_heartbeat_errors, consumer_group_reconciliation_and_commits,
+    consumer_group_regex_subscriptions,
+};
 use members::{group_member_lifecycle, group_rebalance_in_progress, join_group_errors};
 
 pub const CASES: &[Case] = &[
@@ -46,6 +49,7 @@ pub const CASES: &[Case] = &[
     case!(offset_commit_and_fetch_unknown_group_and_topic),
     case!(consumer_group_heartbeat_errors),
     case!(consumer_group_reconciliation_and_commits),
+    case!(consumer_group_regex_subscriptions),
 ];
 
 /// Whether `code` says "the coordinator is loading or elsewhere: ask again".

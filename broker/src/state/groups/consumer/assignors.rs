@@ -4,8 +4,10 @@
 //! Both give each subscribed partition to exactly one member subscribed to its topic.
 //! - `uniform`: balanced (member counts differ by at most one among members that could take
 //!   each other's partitions) and sticky (a member keeps what its previous target gave it,
-//!   less what balance takes away). Kafka's optimized and general uniform assignors reach the
-//!   same properties; which partition moves where may differ.
+//!   less what balance takes away). When every member subscribes to the same topics, Kafka's
+//!   optimized (homogeneous) builder reaches the same properties, but which partition moves
+//!   where may differ; when subscriptions differ, [`super::heterogeneous`] is Kafka's
+//!   heterogeneous builder step for step.
 //! - `range`: per topic, the members subscribed to it in member id order get consecutive
 //!   ranges, the first `partitions % members` one more, so topics with as many partitions are
 //!   co-partitioned. Kafka 4's range assignor also keeps previous ranges where it can; this
@@ -100,6 +102,16 @@ fn uniform(
     members: &BTreeMap<String, MemberSpec<'_>>,
     topics: &BTreeMap<String, (Uuid, i32)>,
 ) -> Flat {
+    let first = members.values().next();
+    if !members
+        .values()
+        .all(|m| Some(&m.topics) == first.map(|f| &f.topics))
+    {
+        return super::heterogeneous::assign(members, topics)
+            .into_iter()
+            .map(|(id, parts)| (id, parts.into_iter().collect()))
+            .collect();
+    }
     let name_of: BTreeMap<Uuid, &String> = topics.iter().map(|(n, (id, _))| (*id, n)).collect();
     let mut out: Flat = members
         .keys()
@@ -121,14 +133,9 @@ fn uniform(
             }
         }
     }
-    let first = members.values().next();
-    if members
-        .values()
-        .all(|m| Some(&m.topics) == first.map(|f| &f.topics))
-    {
-        same_subscriptions(out, taken, topics, first.expect("members if all match"))
-    } else {
-        mixed_subscriptions(out, taken, members, topics)
+    match first {
+        Some(first) => same_subscriptions(out, taken, topics, first),
+        None => out,
     }
 }
 
@@ -191,61 +198,6 @@ fn same_subscriptions(
         }
     }
     out
-}
-
-/// Members subscribe to different topics: each unowned partition goes to the eligible
-/// member with the fewest, then a partition moves from a member with two more than an
-/// eligible other until none can move (each move lowers the sum of squared counts, so this
-/// ends).
-fn mixed_subscriptions(
-    mut out: Flat,
-    mut taken: BTreeSet<(String, i32)>,
-    members: &BTreeMap<String, MemberSpec<'_>>,
-    topics: &BTreeMap<String, (Uuid, i32)>,
-) -> Flat {
-    let eligible = |id: &str, topic: &str| members[id].subscribes(topic);
-    for (topic, (_, count)) in topics {
-        for p in 0..*count {
-            let tp = (topic.clone(), p);
-            if taken.contains(&tp) {
-                continue;
-            }
-            let least = out
-                .iter()
-                .filter(|(id, _)| eligible(id, topic))
-                .min_by_key(|(_, set)| set.len())
-                .map(|(id, _)| id.clone());
-            if let Some(id) = least {
-                taken.insert(tp.clone());
-                out.get_mut(&id).expect("every member").insert(tp);
-            }
-        }
-    }
-    let ids: Vec<String> = out.keys().cloned().collect();
-    loop {
-        let mut moved = false;
-        'search: for from in &ids {
-            for to in &ids {
-                if out[from].len() <= out[to].len() + 1 {
-                    continue;
-                }
-                let candidate = out[from]
-                    .iter()
-                    .rev()
-                    .find(|(t, _)| eligible(to, t))
-                    .cloned();
-                if let Some(tp) = candidate {
-                    out.get_mut(from).expect("listed").remove(&tp);
-                    out.get_mut(to).expect("listed").insert(tp);
-                    moved = true;
-                    break 'search;
-                }
-            }
-        }
-        if !moved {
-            return out;
-        }
-    }
 }
 
 #[cfg(test)]

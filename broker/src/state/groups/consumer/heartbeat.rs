@@ -8,9 +8,11 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::assignors::{self, MemberSpec};
+use super::members::{member_for, unknown_member};
+use super::subscriptions::subscription_metadata;
 use super::{
-    next_epoch, reconcile, ConsumerGroup, ConsumerMember, MemberState, Partitions, TopicIndex,
-    ASSIGNORS, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    next_epoch, reconcile, regex, ConsumerGroup, MemberState, Partitions, TopicIndex,
+    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::state::groups::{Group, GroupState, Groups};
 
@@ -59,16 +61,17 @@ pub struct HeartbeatAnswer {
 /// An error with Kafka's message.
 pub type Refusal = (ResponseError, String);
 
-fn refuse<T>(error: ResponseError, message: impl Into<String>) -> Result<T, Refusal> {
+pub(super) fn refuse<T>(error: ResponseError, message: impl Into<String>) -> Result<T, Refusal> {
     Err((error, message.into()))
 }
 
 impl HeartbeatRequest {
-    /// Kafka 4.4's `GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid`.
+    /// Kafka 4.4's `GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid`;
+    /// `assignors` are the configured ones (`group.consumer.assignors`).
     ///
     /// # Errors
     /// INVALID_REQUEST or UNSUPPORTED_ASSIGNOR, with Kafka's message.
-    pub fn validate(&self, version: i16) -> Result<(), Refusal> {
+    pub fn validate(&self, version: i16, assignors: &[&str]) -> Result<(), Refusal> {
         let invalid = |m: &str| refuse(ResponseError::InvalidRequest, m);
         if (version >= 1 || self.member_epoch > 0 || self.member_epoch == -1)
             && self.member_id.is_empty()
@@ -104,12 +107,12 @@ impl HeartbeatRequest {
             return invalid("MemberEpoch is invalid.");
         }
         if let Some(a) = self.server_assignor.as_deref() {
-            if !ASSIGNORS.contains(&a) {
+            if !assignors.contains(&a) {
                 return refuse(
                     ResponseError::UnsupportedAssignor,
                     format!(
                         "ServerAssignor {a} is not supported. Supported assignors: {}.",
-                        ASSIGNORS.join(", ")
+                        assignors.join(", ")
                     ),
                 );
             }
@@ -139,6 +142,21 @@ impl Groups {
         let config = self.consumer_config;
         let create = req.member_epoch == 0;
         let group_id = req.group_id.clone();
+        // A join that would create the group with a regex that does not compile creates
+        // nothing (Kafka writes none of the join's records).
+        let regex = req
+            .subscribed_topic_regex
+            .as_deref()
+            .filter(|r| !r.is_empty());
+        if let Some(r) = regex.filter(|_| create) {
+            if self
+                .groups
+                .get(&group_id)
+                .is_none_or(|g| g.consumer.is_none())
+            {
+                regex::compile(r)?;
+            }
+        }
         let group = match self.groups.get_mut(&group_id) {
             None if !create => {
                 return refuse(
@@ -181,6 +199,18 @@ impl Groups {
             req.member_id.clone()
         };
         let fresh = member_for(cg, &req, &member_id, create, now, config.session_timeout)?;
+        // An empty regex is none (librdkafka sends "" beside its topic names).
+        let sent_regex = req
+            .subscribed_topic_regex
+            .take()
+            .map(|r| (!r.is_empty()).then_some(r));
+        // A regex no member subscribes to yet must compile (Kafka's
+        // `throwIfRegularExpressionIsInvalid`), checked before the member is added.
+        if let Some(Some(r)) = &sent_regex {
+            if !cg.regexes.contains(r) {
+                regex::compile(r)?;
+            }
+        }
         let is_new = fresh.is_some();
         if let Some(member) = fresh {
             cg.members.insert(member_id.clone(), member);
@@ -197,12 +227,16 @@ impl Groups {
             member.rebalance_timeout =
                 std::time::Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64);
         }
-        let mut bump = is_new;
+        // A new member moves the group epoch through its subscription (names, a resolved
+        // regex) or assignor, as in Kafka 4.4: one joining with a regex not resolved yet does
+        // not, until the resolution is applied.
+        let mut bump = false;
         if let Some(a) = &req.server_assignor {
             bump |= member.server_assignor.as_ref() != Some(a);
             member.server_assignor = Some(a.clone());
         }
         let sent_names = req.subscribed_topic_names.is_some();
+        let sent_any_regex = sent_regex.is_some();
         if let Some(mut names) = req.subscribed_topic_names.take() {
             names.sort();
             names.dedup();
@@ -213,8 +247,23 @@ impl Groups {
                 cg.subscribed.add_names(&member.subscribed_topic_names);
             }
         }
+        if let Some(sent) = sent_regex {
+            if sent != member.subscribed_topic_regex {
+                // As Kafka 4.4: the epoch moves now only for a regex dropped or one the group
+                // has resolved already; otherwise when its resolution is applied.
+                bump |= sent.as_deref().is_none_or(|r| cg.regexes.is_resolved(r));
+                if let Some(old) = std::mem::replace(&mut member.subscribed_topic_regex, sent) {
+                    cg.regexes.remove(&old);
+                }
+                if let Some(r) = &member.subscribed_topic_regex {
+                    cg.regexes.add(r);
+                }
+            }
+        }
         member.client_id = req.client_id.clone();
         member.client_host = req.client_host.clone();
+        bump |= cg.regexes.apply_pending();
+        cg.regexes.maybe_resolve(topics, now);
         let metadata = subscription_metadata(cg, topics);
         if metadata != cg.subscription_metadata {
             cg.subscription_metadata = metadata;
@@ -233,13 +282,17 @@ impl Groups {
                 .iter()
                 .map(|(id, m)| {
                     let spec = MemberSpec {
-                        topics: std::borrow::Cow::Borrowed(&m.subscribed_topic_names),
+                        topics: subscribed_topics(cg, m),
                         previous: cg.target.get(id).cloned().unwrap_or_default(),
                     };
                     (id.clone(), spec)
                 })
                 .collect();
-            cg.target = assignors::assign(cg.assignor(), &specs, &cg.subscription_metadata);
+            cg.target = assignors::assign(
+                cg.assignor(config.assignors),
+                &specs,
+                &cg.subscription_metadata,
+            );
             cg.assignment_epoch = cg.group_epoch;
             cg.assigned_at = Some(now);
         }
@@ -282,7 +335,7 @@ impl Groups {
         after.session_deadline = now + config.session_timeout;
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
-                && (sent_names || req.subscribed_topic_regex.is_some())
+                && (sent_names || sent_any_regex)
                 && req.owned.is_some());
         let changed = before.assigned_partitions() != after.assigned_partitions();
         let answer = HeartbeatAnswer {
@@ -346,138 +399,6 @@ impl Groups {
     }
 }
 
-fn unknown_member<T>(member_id: &str, group_id: &str) -> Result<T, Refusal> {
-    refuse(
-        ResponseError::UnknownMemberId,
-        format!("Member {member_id} is not a member of group {group_id}."),
-    )
-}
-
-/// The member a heartbeat is for, new or existing, as Kafka's
-/// `getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember`. A static member replacing one that
-/// left with -2 takes its place here (removed from the group, its target moved over).
-/// `Some` is a new member, not yet in the group; `None`: the member is in `cg.members` under
-/// `member_id` (nothing cloned, so a long subscription costs nothing here).
-fn member_for(
-    cg: &mut ConsumerGroup,
-    req: &HeartbeatRequest,
-    member_id: &str,
-    create: bool,
-    now: Instant,
-    session: std::time::Duration,
-) -> Result<Option<ConsumerMember>, Refusal> {
-    let fresh = || ConsumerMember::new(now, session);
-    let Some(instance) = &req.instance_id else {
-        return match cg.members.get(member_id) {
-            Some(m) => check_epoch(m, req).map(|()| None),
-            None if create => {
-                let member = fresh();
-                check_epoch(&member, req)?;
-                Ok(Some(member))
-            }
-            None => unknown_member(member_id, &req.group_id),
-        };
-    };
-    let existing = cg.static_member(instance).cloned();
-    match existing {
-        None if create => Ok((!cg.members.contains_key(member_id)).then(fresh)),
-        None => refuse(
-            ResponseError::UnknownMemberId,
-            format!("Instance id {instance} is unknown."),
-        ),
-        Some(old) if create => {
-            if cg.members[&old].member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
-                return refuse(
-                    ResponseError::UnreleasedInstanceId,
-                    format!(
-                        "Static member {member_id} with instance id {instance} cannot join the group because the instance id is owned by {old} member."
-                    ),
-                );
-            }
-            let mut member = cg.members.remove(&old).expect("found above");
-            member.member_epoch = 0;
-            member.previous_member_epoch = 0;
-            if let Some(target) = cg.target.remove(&old) {
-                cg.target.insert(member_id.to_owned(), target);
-            }
-            // The replacement is not new to the group: it takes the old id's place.
-            cg.members.insert(member_id.to_owned(), member);
-            Ok(None)
-        }
-        Some(old) => {
-            if old != member_id {
-                return refuse(
-                    ResponseError::FencedInstanceId,
-                    format!(
-                        "Static member {member_id} with instance id {instance} was fenced by member {old}."
-                    ),
-                );
-            }
-            check_epoch(&cg.members[&old], req)?;
-            Ok(None)
-        }
-    }
-}
-
-/// Kafka's `throwIfConsumerGroupMemberEpochIsInvalid`.
-fn check_epoch(member: &ConsumerMember, req: &HeartbeatRequest) -> Result<(), Refusal> {
-    let received = req.member_epoch;
-    if received > member.member_epoch {
-        return refuse(
-            ResponseError::FencedMemberEpoch,
-            format!(
-                "The consumer group member has a greater member epoch ({received}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
-                member.member_epoch
-            ),
-        );
-    }
-    if received < member.member_epoch {
-        // Kafka's `isSubset`: an absent list is not a subset.
-        let subset = req.owned.as_ref().is_some_and(|owned| {
-            let assigned = member.assigned_partitions();
-            owned
-                .iter()
-                .all(|(t, ps)| assigned.get(t).is_some_and(|a| ps.is_subset(a)))
-        });
-        if received != member.previous_member_epoch || !subset {
-            return refuse(
-                ResponseError::FencedMemberEpoch,
-                format!(
-                    "The consumer group member has a smaller member epoch ({received}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
-                    member.member_epoch
-                ),
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Subscribed topic name → (id, partitions), over every member's subscription, for the
-/// topics that exist (Kafka's `computeSubscriptionMetadata`). Reads the group's counted union
-/// of subscriptions against the cluster's topics, walking whichever is smaller: a member
-/// subscribing to a million names does not make each heartbeat walk them while few topics
-/// exist.
-fn subscription_metadata(
-    cg: &ConsumerGroup,
-    topics: &impl TopicIndex,
-) -> BTreeMap<String, (Uuid, i32)> {
-    let mut out = BTreeMap::new();
-    if topics.topic_count() < cg.subscribed.distinct() {
-        topics.each_topic(&mut |name, t| {
-            if cg.subscribed.contains(name) {
-                out.insert(name.to_owned(), t);
-            }
-        });
-    } else {
-        for name in cg.subscribed.names() {
-            if let Some(t) = topics.topic(name) {
-                out.insert(name.clone(), t);
-            }
-        }
-    }
-    out
-}
-
 /// The member epoch of each other member's owned partitions (assigned or pending
 /// revocation), the first member in id order for a partition two claim, as
 /// [`ConsumerGroup::current_partition_epoch`] answers it, indexed at most once per heartbeat.
@@ -496,4 +417,20 @@ fn owner_epochs(cg: &ConsumerGroup, member_id: &str) -> HashMap<(Uuid, i32), i32
         }
     }
     out
+}
+
+/// A member's topics for the assignor: its names, with what its regex resolved to (borrowed
+/// when it has no regex, so a long subscription is not copied for each target).
+fn subscribed_topics<'a>(
+    cg: &'a ConsumerGroup,
+    m: &'a super::ConsumerMember,
+) -> std::borrow::Cow<'a, [String]> {
+    let Some(r) = &m.subscribed_topic_regex else {
+        return std::borrow::Cow::Borrowed(&m.subscribed_topic_names);
+    };
+    let mut all: Vec<String> = m.subscribed_topic_names.clone();
+    all.extend(cg.regexes.topics(r).cloned());
+    all.sort();
+    all.dedup();
+    std::borrow::Cow::Owned(all)
 }

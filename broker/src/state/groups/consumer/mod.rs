@@ -22,7 +22,12 @@
 
 pub mod assignors;
 pub mod heartbeat;
+mod heterogeneous;
+#[cfg(test)]
+mod heterogeneous_tests;
+mod members;
 pub mod reconcile;
+pub mod regex;
 pub mod subscriptions;
 #[cfg(test)]
 mod tests;
@@ -60,6 +65,31 @@ pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
 /// default one).
 pub const ASSIGNORS: &[&str] = &["uniform", "range"];
 
+/// The orders of the assignors kmock has that `group.consumer.assignors` may name.
+const ASSIGNOR_LISTS: [&[&str]; 4] = [
+    &["uniform", "range"],
+    &["range", "uniform"],
+    &["uniform"],
+    &["range"],
+];
+
+/// The assignor list `names` as Kafka's `group.consumer.assignors` takes it (the first is the
+/// group's default), from kmock's two (`uniform`, `range`), each at most once.
+///
+/// # Errors
+/// The list is empty, repeats one, or names another (a custom assignor class in Kafka).
+pub fn assignor_list(names: &[impl AsRef<str>]) -> Result<&'static [&'static str], String> {
+    ASSIGNOR_LISTS
+        .into_iter()
+        .find(|l| l.len() == names.len() && l.iter().zip(names).all(|(a, b)| *a == b.as_ref()))
+        .ok_or_else(|| {
+            let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+            format!(
+                "consumer group assignors {names:?}: name uniform and/or range, each once (kmock has no other server-side assignor)"
+            )
+        })
+}
+
 /// Settings of consumer groups, Kafka's broker configs of the same names.
 #[derive(Debug, Clone, Copy)]
 pub struct ConsumerGroupConfig {
@@ -73,6 +103,9 @@ pub struct ConsumerGroupConfig {
     /// computed on a heartbeat at most once in this interval; in between, members reconcile
     /// towards the last one.
     pub assignment_interval: Duration,
+    /// `group.consumer.assignors`: the assignors members may name, the first the default
+    /// ([`ASSIGNORS`]: `uniform`, `range`); from [`assignor_list`].
+    pub assignors: &'static [&'static str],
 }
 
 impl Default for ConsumerGroupConfig {
@@ -82,6 +115,7 @@ impl Default for ConsumerGroupConfig {
             heartbeat_interval: Duration::from_secs(5),
             max_size: usize::MAX,
             assignment_interval: Duration::from_secs(1),
+            assignors: ASSIGNORS,
         }
     }
 }
@@ -129,6 +163,8 @@ pub struct ConsumerMember {
     pub client_host: String,
     /// Subscribed topic names.
     pub subscribed_topic_names: Vec<String>,
+    /// Subscribed topic regex (KIP-848's server-side regex), `None` for none.
+    pub subscribed_topic_regex: Option<String>,
     /// Server assignor the member asked for.
     pub server_assignor: Option<String>,
     /// What the member owns, with the epoch each partition was assigned at.
@@ -152,6 +188,7 @@ impl ConsumerMember {
             client_id: String::new(),
             client_host: String::new(),
             subscribed_topic_names: Vec::new(),
+            subscribed_topic_regex: None,
             server_assignor: None,
             assigned: BTreeMap::new(),
             pending_revocation: BTreeMap::new(),
@@ -220,6 +257,8 @@ pub struct ConsumerGroup {
     pub(crate) assigned_at: Option<Instant>,
     /// The members' subscriptions, counted by name (kept by heartbeats and [`Self::fence`]).
     pub(crate) subscribed: SubscribedNames,
+    /// The members' regexes, counted, with their resolutions ([`regex`]).
+    pub(crate) regexes: regex::Regexes,
 }
 
 impl Default for ConsumerGroup {
@@ -234,6 +273,7 @@ impl Default for ConsumerGroup {
             subscription_metadata: BTreeMap::new(),
             assigned_at: None,
             subscribed: SubscribedNames::default(),
+            regexes: regex::Regexes::default(),
         }
     }
 }
@@ -256,15 +296,15 @@ impl ConsumerGroup {
         }
     }
 
-    /// The assignor of the group: the one most members named, else the default (Kafka's
-    /// `ConsumerGroup.preferredServerAssignor`).
-    pub fn assignor(&self) -> &'static str {
+    /// The assignor of the group among `assignors` (the configured list): the one most
+    /// members named, else the first (Kafka's `ConsumerGroup.preferredServerAssignor`).
+    pub fn assignor(&self, assignors: &'static [&'static str]) -> &'static str {
         let mut votes: BTreeMap<&'static str, usize> = BTreeMap::new();
         for m in self.members.values() {
             if let Some(name) = m
                 .server_assignor
                 .as_deref()
-                .and_then(|a| ASSIGNORS.iter().find(|n| **n == a))
+                .and_then(|a| assignors.iter().find(|n| **n == a))
             {
                 *votes.entry(name).or_default() += 1;
             }
@@ -272,7 +312,7 @@ impl ConsumerGroup {
         votes
             .into_iter()
             .max_by_key(|(_, v)| *v)
-            .map_or(ASSIGNORS[0], |(n, _)| n)
+            .map_or(assignors[0], |(n, _)| n)
     }
 
     /// The member with static id `instance`.
@@ -300,6 +340,9 @@ impl ConsumerGroup {
     pub(crate) fn fence(&mut self, member_id: &str) {
         if let Some(member) = self.members.remove(member_id) {
             self.subscribed.remove_names(&member.subscribed_topic_names);
+            if let Some(r) = &member.subscribed_topic_regex {
+                self.regexes.remove(r);
+            }
             self.target.remove(member_id);
             self.group_epoch = next_epoch(self.group_epoch);
         }

@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use uuid::Uuid;
 
+use super::ConsumerGroup;
+
 /// The cluster's topics as the consumer group coordinator reads them.
 pub trait TopicIndex {
     /// How many topics exist.
@@ -72,4 +74,36 @@ impl SubscribedNames {
     pub fn names(&self) -> impl Iterator<Item = &String> {
         self.0.keys()
     }
+}
+
+/// Subscribed topic name → (id, partitions), over every member's subscription (names, and
+/// what regexes resolved to), for the topics that exist (Kafka's `computeSubscriptionMetadata`). Reads the group's counted union
+/// of subscriptions against the cluster's topics, walking whichever is smaller: a member
+/// subscribing to a million names does not make each heartbeat walk them while few topics
+/// exist.
+pub(super) fn subscription_metadata(
+    cg: &ConsumerGroup,
+    topics: &impl TopicIndex,
+) -> BTreeMap<String, (Uuid, i32)> {
+    let mut out = BTreeMap::new();
+    if topics.topic_count() < cg.subscribed.distinct() {
+        topics.each_topic(&mut |name, t| {
+            if cg.subscribed.contains(name) {
+                out.insert(name.to_owned(), t);
+            }
+        });
+    } else {
+        for name in cg.subscribed.names() {
+            if let Some(t) = topics.topic(name) {
+                out.insert(name.clone(), t);
+            }
+        }
+    }
+    // What the members' regexes resolved to, if the topics still exist.
+    for name in cg.regexes.all_topics() {
+        if let Some(t) = topics.topic(name) {
+            out.insert(name.clone(), t);
+        }
+    }
+    out
 }
