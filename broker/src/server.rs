@@ -19,6 +19,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::Poll;
 
+use bytes::Bytes;
+
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
@@ -98,9 +100,44 @@ pub(crate) async fn serve(
     tracing::debug!(broker = node_id, "listener stopped");
 }
 
+/// A request read off a connection: numbered and journaled on arrival, with the faults that
+/// fired on it, queued for the connection's processor.
+pub(crate) struct Arrived {
+    /// Its journal seq (arrival order).
+    pub seq: u64,
+    /// The decoded request; `None` for a frame a proxy forwards without decoding it.
+    pub decoded: Option<Decoded>,
+    /// The frame as it came (without its size prefix), kept by a proxy to forward it
+    /// untouched; `None` in fake mode.
+    pub frame: Option<Bytes>,
+    /// Bytes of read-ahead it holds, given back when the processor takes it.
+    pub cost: u32,
+    /// The fault actions that fired on it.
+    pub fired: Fired,
+}
+
+/// What the reader and the processor of one connection share.
+pub(crate) struct ConnCtx<'a> {
+    /// The cluster.
+    pub shared: &'a Arc<Shared>,
+    /// The broker whose listener took the connection.
+    pub node_id: i32,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The connection's tracing span.
+    pub span: &'a tracing::Span,
+    /// Cancelled to close the connection.
+    pub close: &'a CancellationToken,
+    /// Bytes of read-ahead left (backpressure on the reader).
+    pub read_ahead: &'a Semaphore,
+}
+
 /// Serves one connection, given as its two halves (a socket's, or an in-memory pipe's for the
 /// fuzz targets), holding its place among the broker's connections (`_slot`) until the peer
 /// closes it, a bad frame or a connection limit closes it, or `close` is cancelled.
+///
+/// The reader is the same in fake and proxy mode; what answers differs: the handlers in fake
+/// mode, the upstream broker in proxy mode ([`crate::proxy`]).
 pub(crate) async fn run_connection(
     read_half: impl AsyncRead + Unpin,
     write_half: impl AsyncWrite + Unpin,
@@ -115,7 +152,7 @@ pub(crate) async fn run_connection(
     tracing::debug!(parent: &span, "connection opened");
     // Boxed: the channel allocates its slots in blocks of 32 up front, which every idle
     // connection would hold at the size of a request.
-    let (tx, mut rx) = mpsc::channel::<Box<(u64, Decoded, u32, Fired)>>(READ_AHEAD);
+    let (tx, mut rx) = mpsc::channel::<Box<Arrived>>(READ_AHEAD);
     let read_ahead = Semaphore::new(READ_AHEAD_BYTES);
     let arrival = Arrival {
         broker: node_id,
@@ -125,6 +162,14 @@ pub(crate) async fn run_connection(
     let journal = &shared.journal;
     let limits = shared.config.limits;
     let activity = Activity::new();
+    let ctx = ConnCtx {
+        shared: &shared,
+        node_id,
+        peer,
+        span: &span,
+        close: &close,
+        read_ahead: &read_ahead,
+    };
 
     // Kafka's connections.max.idle.ms: no byte either way for that long closes the connection.
     let idle = async {
@@ -141,212 +186,294 @@ pub(crate) async fn run_connection(
         }
     };
 
-    let reader = async {
-        let mut frames = FrameReader::new(
-            Stamped::new(read_half, &activity),
-            shared.config.max_frame_bytes,
-            limits.frame_timeout,
-        );
-        loop {
-            let frame = tokio::select! {
-                () = close.cancelled() => break,
-                frame = frames.read_frame() => frame,
-            };
-            let frame = match frame {
-                Ok(Some(frame)) => frame,
-                Ok(None) => break,
-                // A socket error (say, a reset from a client that closed abruptly) is no bad
-                // request: the connection just ends.
-                Err(FrameError::Io(e)) => {
-                    tracing::debug!(parent: &span, "connection ended: {e}");
-                    close.cancel();
-                    break;
-                }
-                Err(e) => {
-                    let seq =
-                        journal.append(&arrival, |entry| entry.bad_request = Some(e.to_string()));
-                    journal.finish(seq, |_| {});
-                    tracing::warn!(parent: &span, seq, "closing connection: {e}");
-                    close.cancel();
-                    break;
-                }
-            };
-            let cost = frame.len().clamp(1, READ_AHEAD_BYTES) as u32;
-            let peek = codec::peek_header(&frame).ok();
-            match codec::decode_request(frame, handlers::supported_versions) {
-                Ok(decoded) => {
-                    let mut fired = Fired::default();
-                    // With the journal off and no fault rules, nothing reads an entry: only number it.
-                    let rules_in_force = shared.rules_in_force();
-                    let seq = if journal.records() || rules_in_force {
-                        // Summarized before the journal lock is taken: naming a topic by its id
-                        // reads the cluster state, and the lock order is state, then journal.
-                        let recorded = record_request(&decoded, &shared);
-                        journal.append(&arrival, |entry| {
-                            recorded.fill(entry);
-                            if rules_in_force {
-                                fired = shared.rules().apply(entry);
-                            }
-                        })
-                    } else {
-                        journal.number()
-                    };
-                    // Numbered on arrival; then wait for room ahead of the processor, and give
-                    // up (completing the entry, unanswered) if the connection closes meanwhile.
-                    let queued = tokio::select! {
-                        () = close.cancelled() => false,
-                        permit = read_ahead.acquire_many(cost) => match permit {
-                            Ok(permit) => {
-                                permit.forget();
-                                tokio::select! {
-                                    () = close.cancelled() => false,
-                                    sent = tx.send(Box::new((seq, decoded, cost, fired))) => sent.is_ok(),
-                                }
-                            }
-                            Err(_) => false,
-                        },
-                    };
-                    if !queued {
-                        journal.finish(seq, |_| {});
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let seq = journal.append(&arrival, |entry| {
-                        if let Some(peek) = peek {
-                            entry.api = Some(api_name(peek.api_key));
-                            entry.version = Some(peek.version);
-                            entry.correlation_id = Some(peek.correlation_id);
-                        }
-                        entry.bad_request = Some(e.to_string());
-                    });
-                    journal.finish(seq, |_| {});
-                    tracing::warn!(parent: &span, seq, "closing connection: {e}");
-                    close.cancel();
-                    break;
-                }
-            }
-        }
-        drop(tx);
-    };
-
+    let reader = read_requests(&ctx, Stamped::new(read_half, &activity), &arrival, tx);
     let processor = async {
-        let mut outbox = Outbox::new(Stamped::new(write_half, &activity), journal);
-        let produced = ProducedDigests::default();
-        let ctx = Ctx {
-            shared: &shared,
-            node_id,
-            peer,
-            client_id: "",
-            produced: &produced,
-        };
-        let closing = |reason: &str, seq: Option<u64>| {
-            tracing::warn!(parent: &span, seq, "closing connection: {reason}");
-        };
-        loop {
-            if close.is_cancelled() {
-                break;
-            }
-            // Answers are sent when no further request is queued, and before anything waits.
-            let next = match rx.try_recv() {
-                Ok(next) => Some(next),
-                Err(_) if outbox.has_unsent() => None,
-                Err(_) => tokio::select! {
-                    () = close.cancelled() => break,
-                    next = rx.recv() => match next {
-                        Some(next) => Some(next),
-                        None => break,
-                    },
-                },
-            };
-            let Some(next) = next else {
-                let sent = tokio::select! {
-                    () = close.cancelled() => break,
-                    sent = outbox.send() => sent,
-                };
-                if let Err(e) = sent {
-                    closing(&format!("write failed: {e}"), None);
-                    break;
-                }
-                continue;
-            };
-            let (seq, decoded, cost, fired) = *next;
-            read_ahead.add_permits(cost as usize);
-            // Boxed: a handler's state lives only while it runs, not in every connection.
-            let mut handling = Box::pin(answer(&ctx, decoded, &fired));
-            let ready = std::future::poll_fn(|cx| Poll::Ready(handling.as_mut().poll(cx))).await;
-            let answer = match ready {
-                Poll::Ready(outcome) => outcome,
-                // The handler waits (a fault's delay, a long poll, a turn for a costly walk):
-                // what is answered already goes now, not after it.
-                Poll::Pending => {
-                    let sent = tokio::select! {
-                        () = close.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
-                        sent = outbox.send() => sent,
-                    };
-                    match sent {
-                        Ok(()) => tokio::select! {
-                            () = close.cancelled() => Outcome::Close("shutting down".into()),
-                            outcome = handling => outcome,
-                        },
-                        Err(e) => Outcome::Close(format!("write failed: {e}")),
-                    }
-                }
-            };
-            // A Produce's record digests go into its entry, answered or not.
-            let digests = produced.take();
-            let answer = match answer {
-                Outcome::Write(api, version, correlation_id, body) => {
-                    Ok((api, version, correlation_id, body))
-                }
-                Outcome::Unanswered => {
-                    journal.finish(seq, |entry| add_digests(entry, digests));
-                    continue;
-                }
-                Outcome::Close(reason) => {
-                    journal.finish(seq, |entry| add_digests(entry, digests));
-                    // What was answered before goes out before the connection closes.
-                    let _ = tokio::select! {
-                        () = close.cancelled() => Ok(()),
-                        sent = outbox.send() => sent,
-                    };
-                    tracing::debug!(parent: &span, seq, "closing connection: {reason}");
-                    break;
-                }
-                Outcome::Failed(e) => Err(e),
-            };
-            let frame = answer.and_then(|(api, version, correlation_id, body)| {
-                codec::encode_response(api, version, correlation_id, &body)
-                    .map(|frame| (frame, body))
-            });
-            let written = match frame {
-                // A client that stops reading must not hold up shutdown.
-                Ok((frame, body)) => tokio::select! {
-                    () = close.cancelled() => Err("closing while the answer was being written".to_owned()),
-                    written = outbox.write(seq, &frame, body, digests) => written.map_err(|e| format!("write failed: {e}")),
-                },
-                Err(e) => {
-                    journal.finish(seq, |entry| add_digests(entry, digests));
-                    Err(e.to_string())
-                }
-            };
-            if let Err(reason) = written {
-                closing(&reason, Some(seq));
-                break;
-            }
+        let writer = Stamped::new(write_half, &activity);
+        match &shared.upstream {
+            Some(upstream) => crate::proxy::forward(&ctx, upstream, &mut rx, writer).await,
+            None => answer_requests(&ctx, &mut rx, writer).await,
         }
-        // Answers not sent (a write failed, or the connection is closing): unanswered.
-        outbox.abandon();
         close.cancel();
     };
 
     tokio::join!(reader, processor, idle);
     // Requests read but never handled: complete their entries, unanswered.
     while let Ok(queued) = rx.try_recv() {
-        let (seq, ..) = *queued;
-        journal.finish(seq, |_| {});
+        journal.finish(queued.seq, |_| {});
     }
     tracing::debug!(parent: &span, "connection closed");
+}
+
+/// Reads frames off the connection until it ends or closes, journals each on arrival (its
+/// `seq` is its arrival order), applies the fault rules, and queues it for the processor. A
+/// frame that does not decode is journaled as a bad request and closes the connection — in
+/// proxy mode, one with a readable header is forwarded untouched instead.
+async fn read_requests(
+    ctx: &ConnCtx<'_>,
+    read_half: impl AsyncRead + Unpin,
+    arrival: &Arrival,
+    tx: mpsc::Sender<Box<Arrived>>,
+) {
+    let ConnCtx {
+        shared,
+        span,
+        close,
+        read_ahead,
+        ..
+    } = *ctx;
+    let journal = &shared.journal;
+    let limits = shared.config.limits;
+    let proxy = shared.upstream.is_some();
+    let mut frames = FrameReader::new(
+        read_half,
+        shared.config.max_frame_bytes,
+        limits.frame_timeout,
+    );
+    loop {
+        let frame = tokio::select! {
+            () = close.cancelled() => break,
+            frame = frames.read_frame() => frame,
+        };
+        let frame = match frame {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            // A socket error (say, a reset from a client that closed abruptly) is no bad
+            // request: the connection just ends.
+            Err(FrameError::Io(e)) => {
+                tracing::debug!(parent: span, "connection ended: {e}");
+                close.cancel();
+                break;
+            }
+            Err(e) => {
+                let seq = journal.append(arrival, |entry| entry.bad_request = Some(e.to_string()));
+                journal.finish(seq, |_| {});
+                tracing::warn!(parent: span, seq, "closing connection: {e}");
+                close.cancel();
+                break;
+            }
+        };
+        let cost = frame.len().clamp(1, READ_AHEAD_BYTES) as u32;
+        let peek = codec::peek_header(&frame).ok();
+        let kept = proxy.then(|| frame.clone());
+        let decoded = if proxy {
+            codec::decode_request(frame, crate::proxy::codec_versions)
+        } else {
+            codec::decode_request(frame, handlers::supported_versions)
+        };
+        // With the journal off and no fault rules, nothing reads an entry: only number it.
+        let rules_in_force = shared.rules_in_force();
+        let journaled = journal.records() || rules_in_force;
+        let (decoded, recorded) = match decoded {
+            // A proxy forwards an ApiVersions it cannot parse, as it came.
+            Ok(Decoded::ApiVersionsFallback { .. }) if proxy => (None, None),
+            Ok(decoded) => {
+                // Summarized before the journal lock is taken: naming a topic by its id reads
+                // the cluster state, and the lock order is state, then journal.
+                let recorded = journaled.then(|| record_request(&decoded, shared));
+                (Some(decoded), recorded)
+            }
+            Err(e) if proxy && peek.is_some() => {
+                tracing::debug!(parent: span, "forwarding a request kmock cannot decode: {e}");
+                (None, None)
+            }
+            Err(e) => {
+                let seq = journal.append(arrival, |entry| {
+                    if let Some(peek) = peek {
+                        entry.api = Some(api_name(peek.api_key));
+                        entry.version = Some(peek.version);
+                        entry.correlation_id = Some(peek.correlation_id);
+                    }
+                    entry.bad_request = Some(e.to_string());
+                });
+                journal.finish(seq, |_| {});
+                tracing::warn!(parent: span, seq, "closing connection: {e}");
+                close.cancel();
+                break;
+            }
+        };
+        let mut fired = Fired::default();
+        let seq = if journaled {
+            journal.append(arrival, |entry| {
+                match recorded {
+                    Some(recorded) => recorded.fill(entry),
+                    // Forwarded undecoded: what its header says.
+                    None => {
+                        if let Some(peek) = peek {
+                            entry.api = Some(api_name(peek.api_key));
+                            entry.version = Some(peek.version);
+                            entry.correlation_id = Some(peek.correlation_id);
+                        }
+                        entry.request = Some(RequestSummary::Other);
+                    }
+                }
+                if rules_in_force {
+                    fired = shared.rules().apply(entry);
+                }
+            })
+        } else {
+            journal.number()
+        };
+        // Numbered on arrival; then wait for room ahead of the processor, and give up
+        // (completing the entry, unanswered) if the connection closes meanwhile.
+        let arrived = Box::new(Arrived {
+            seq,
+            decoded,
+            frame: kept,
+            cost,
+            fired,
+        });
+        let queued = tokio::select! {
+            () = close.cancelled() => false,
+            permit = read_ahead.acquire_many(cost) => match permit {
+                Ok(permit) => {
+                    permit.forget();
+                    tokio::select! {
+                        () = close.cancelled() => false,
+                        sent = tx.send(arrived) => sent.is_ok(),
+                    }
+                }
+                Err(_) => false,
+            },
+        };
+        if !queued {
+            journal.finish(seq, |_| {});
+            break;
+        }
+    }
+}
+
+/// Fake mode's processor: handles the queued requests one at a time, in order, writing each
+/// answer to the outbox before taking the next.
+async fn answer_requests(
+    conn: &ConnCtx<'_>,
+    rx: &mut mpsc::Receiver<Box<Arrived>>,
+    writer: impl AsyncWrite + Unpin,
+) {
+    let ConnCtx {
+        shared,
+        node_id,
+        peer,
+        span,
+        close,
+        read_ahead,
+    } = *conn;
+    let journal = &shared.journal;
+    let mut outbox = Outbox::new(writer, journal);
+    let produced = ProducedDigests::default();
+    let ctx = Ctx {
+        shared,
+        node_id,
+        peer,
+        client_id: "",
+        produced: &produced,
+    };
+    let closing = |reason: &str, seq: Option<u64>| {
+        tracing::warn!(parent: span, seq, "closing connection: {reason}");
+    };
+    loop {
+        if close.is_cancelled() {
+            break;
+        }
+        // Answers are sent when no further request is queued, and before anything waits.
+        let next = match rx.try_recv() {
+            Ok(next) => Some(next),
+            Err(_) if outbox.has_unsent() => None,
+            Err(_) => tokio::select! {
+                () = close.cancelled() => break,
+                next = rx.recv() => match next {
+                    Some(next) => Some(next),
+                    None => break,
+                },
+            },
+        };
+        let Some(next) = next else {
+            let sent = tokio::select! {
+                () = close.cancelled() => break,
+                sent = outbox.send() => sent,
+            };
+            if let Err(e) = sent {
+                closing(&format!("write failed: {e}"), None);
+                break;
+            }
+            continue;
+        };
+        let Arrived {
+            seq,
+            decoded,
+            cost,
+            fired,
+            ..
+        } = *next;
+        read_ahead.add_permits(cost as usize);
+        let Some(decoded) = decoded else {
+            // Only a proxy queues undecoded frames.
+            journal.finish(seq, |_| {});
+            continue;
+        };
+        // Boxed: a handler's state lives only while it runs, not in every connection.
+        let mut handling = Box::pin(answer(&ctx, decoded, &fired));
+        let ready = std::future::poll_fn(|cx| Poll::Ready(handling.as_mut().poll(cx))).await;
+        let answer = match ready {
+            Poll::Ready(outcome) => outcome,
+            // The handler waits (a fault's delay, a long poll, a turn for a costly walk):
+            // what is answered already goes now, not after it.
+            Poll::Pending => {
+                let sent = tokio::select! {
+                    () = close.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
+                    sent = outbox.send() => sent,
+                };
+                match sent {
+                    Ok(()) => tokio::select! {
+                        () = close.cancelled() => Outcome::Close("shutting down".into()),
+                        outcome = handling => outcome,
+                    },
+                    Err(e) => Outcome::Close(format!("write failed: {e}")),
+                }
+            }
+        };
+        // A Produce's record digests go into its entry, answered or not.
+        let digests = produced.take();
+        let answer = match answer {
+            Outcome::Write(api, version, correlation_id, body) => {
+                Ok((api, version, correlation_id, body))
+            }
+            Outcome::Unanswered => {
+                journal.finish(seq, |entry| add_digests(entry, digests));
+                continue;
+            }
+            Outcome::Close(reason) => {
+                journal.finish(seq, |entry| add_digests(entry, digests));
+                // What was answered before goes out before the connection closes.
+                let _ = tokio::select! {
+                    () = close.cancelled() => Ok(()),
+                    sent = outbox.send() => sent,
+                };
+                tracing::debug!(parent: span, seq, "closing connection: {reason}");
+                break;
+            }
+            Outcome::Failed(e) => Err(e),
+        };
+        let frame = answer.and_then(|(api, version, correlation_id, body)| {
+            codec::encode_response(api, version, correlation_id, &body).map(|frame| (frame, body))
+        });
+        let written = match frame {
+            // A client that stops reading must not hold up shutdown.
+            Ok((frame, body)) => tokio::select! {
+                () = close.cancelled() => Err("closing while the answer was being written".to_owned()),
+                written = outbox.write(seq, &frame, Some(body), digests) => written.map_err(|e| format!("write failed: {e}")),
+            },
+            Err(e) => {
+                journal.finish(seq, |entry| add_digests(entry, digests));
+                Err(e.to_string())
+            }
+        };
+        if let Err(reason) = written {
+            closing(&reason, Some(seq));
+            break;
+        }
+    }
+    // Answers not sent (a write failed, or the connection is closing): unanswered.
+    outbox.abandon();
 }
 
 /// What happens to one request once it has been handled.
@@ -427,7 +554,7 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
 }
 
 /// Kafka's name of an API key, or `Unknown(<key>)`.
-fn api_name(key: i16) -> Cow<'static, str> {
+pub(crate) fn api_name(key: i16) -> Cow<'static, str> {
     ApiKey::try_from(key).map_or_else(
         |()| Cow::Owned(format!("Unknown({key})")),
         |api| Cow::Borrowed(codec::api_name(api)),

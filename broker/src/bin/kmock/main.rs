@@ -2,6 +2,7 @@
 
 mod check;
 mod hunt;
+mod proxy;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +33,9 @@ enum Command {
     /// serve --config`), finding-N.txt and finding-N.journal.jsonl. Exit status: 0 no finding,
     /// 1 findings, 2 bad input.
     Hunt(hunt::Hunt),
+    /// Put kmock's journal, fault rules, checks and control API in front of a real Kafka
+    /// cluster, until SIGINT or SIGTERM.
+    Proxy(proxy::Proxy),
 }
 
 /// Exit status: 0, 1 for violations or unmet expectations (`check`, `serve --config`), 2 for
@@ -54,6 +58,12 @@ async fn main() {
     match cli.command {
         Command::Serve(args) => {
             if let Err(e) = serve::serve(args).await {
+                eprintln!("kmock: {e:#}");
+                std::process::exit(2);
+            }
+        }
+        Command::Proxy(args) => {
+            if let Err(e) = proxy::proxy(args).await {
                 eprintln!("kmock: {e:#}");
                 std::process::exit(2);
             }
