@@ -56,7 +56,8 @@ impl ClusterBuilder {
     /// listener on an ephemeral port. Every answer naming brokers is rewritten to the
     /// proxy's listeners. [`Self::brokers`] is then the upstream's count, and the options of
     /// the fake's state (topics, partitions, versions, groups) do not apply; [`Self::topic`]
-    /// is refused at the start. See the crate's `proxy` module docs for what else differs.
+    /// is refused at the start. The README's "When a fake is not enough" says what else
+    /// differs.
     pub fn upstream(mut self, bootstrap: &str) -> Self {
         let addrs = bootstrap
             .split(',')

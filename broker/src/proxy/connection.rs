@@ -323,9 +323,13 @@ async fn answer(
                 }
                 let body = match api.filter(|a| {
                     let range = a.valid_versions();
-                    (range.min..=range.max).contains(&version)
+                    (range.min..=range.max).contains(&rewrite::answer_version(*a, version))
                 }) {
-                    Some(api) => match rewrite::decode_response(api, version, frame.clone()) {
+                    Some(api) => match rewrite::decode_response(
+                        api,
+                        rewrite::answer_version(api, version),
+                        frame.clone(),
+                    ) {
                         Ok((_, body)) => Some(Box::new(body)),
                         Err(e) => {
                             tracing::debug!(parent: span, seq, "forwarding an answer kmock cannot decode: {e}");
@@ -349,9 +353,10 @@ async fn answer(
         }
         if let Some(throttle) = fired.throttle {
             let ms = throttle.as_millis().min(i32::MAX as u128) as i32;
-            let set = body
-                .as_deref_mut()
-                .is_some_and(|b| faults::with_throttle(b, version, ms));
+            let set = body.as_deref_mut().is_some_and(|b| {
+                let version = api.map_or(version, |a| rewrite::answer_version(a, version));
+                faults::with_throttle(b, version, ms)
+            });
             changed |= set;
             if !set {
                 // No throttle field at this version: throttle by holding the answer, as
@@ -375,12 +380,11 @@ async fn answer(
         }
         let bytes = match (changed, &body, frame) {
             (false, _, Some(frame)) => Ok(frame),
-            (_, Some(body), _) => codec::encode_response(
-                api.expect("a decoded answer has its API"),
-                version,
-                correlation_id,
-                body,
-            ),
+            (_, Some(body), _) => {
+                let api = api.expect("a decoded answer has its API");
+                let version = rewrite::answer_version(api, version);
+                codec::encode_response(api, version, correlation_id, body)
+            }
             (_, None, Some(frame)) => Ok(frame),
             (_, None, None) => unreachable!("the proxy answers only with a body"),
         };

@@ -34,7 +34,24 @@ pub(crate) fn decode_response(
         .map_err(|e| format!("{api:?} v{version} answer header does not decode: {e:#}"))?;
     let body = ResponseKind::decode(api, &mut buf, version)
         .map_err(|e| format!("{api:?} v{version} answer does not decode: {e:#}"))?;
+    if !buf.is_empty() {
+        return Err(format!(
+            "{api:?} v{version} answer has {} bytes past its end",
+            buf.len()
+        ));
+    }
     Ok((header.correlation_id, body))
+}
+
+/// The version an answer of `api` at `version` is decoded and encoded at: its own, but for
+/// ApiVersions beyond the codec's highest, which is read at the codec's highest (the
+/// upstream answers ApiVersions v5 as v4, whose fields it has) so that its versions are
+/// clamped even for a client newer than the codec.
+pub(crate) fn answer_version(api: ApiKey, version: i16) -> i16 {
+    match api {
+        ApiKey::ApiVersions => version.min(api.valid_versions().max),
+        _ => version,
+    }
 }
 
 /// The correlation id of an upstream answer, read without decoding it (the first 4 bytes of

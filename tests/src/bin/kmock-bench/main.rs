@@ -21,6 +21,7 @@ mod latency;
 mod memory;
 mod peers;
 mod producer;
+mod proxy;
 mod report;
 mod scale;
 mod startup;
@@ -87,6 +88,7 @@ enum Figure {
     Journal,
     Memory,
     Scale,
+    Proxy,
 }
 
 /// How much each figure does in one round.
@@ -203,6 +205,7 @@ fn main() -> Result<()> {
             Figure::Journal => journal::run,
             Figure::Memory => memory::run,
             Figure::Scale => scale::run,
+            Figure::Proxy => proxy::run,
         };
         rows.extend(run(&bench).with_context(|| format!("figure {figure:?}"))?);
     }
