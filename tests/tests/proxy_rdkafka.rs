@@ -268,3 +268,45 @@ async fn a_proxy_refuses_fake_only_operations_and_takes_its_listener_down() -> R
     proxy.shutdown().await;
     Ok(())
 }
+
+/// ApiVersions one version past the codec's (v5): the proxy cannot decode it, forwards it
+/// untouched and journals what its header says; Kafka 4.4 closes the connection on it, and so
+/// the proxy closes the client's.
+#[tokio::test]
+async fn a_request_the_codec_cannot_decode_is_forwarded_and_kafka_s_verdict_kept() -> Result<()> {
+    let kafka = RealKafka::start()?;
+    let proxy = proxy(kafka.bootstrap()).await?;
+    let newer = ApiKey::ApiVersions.valid_versions().max + 1;
+    // Client software name and version (compact strings), no tagged fields.
+    let mut body = vec![11];
+    body.extend(b"kmock-test");
+    body.extend([2, b'1', 0]);
+    let send = |addr: String| {
+        let body = body.clone();
+        async move {
+            let client = kmock_client::Client::connect(addr).await?;
+            let answer = client
+                .send_frame(ApiKey::ApiVersions as i16, newer, 2, 0, &body)
+                .await;
+            anyhow::Ok(answer.map(|_| ()).map_err(|e| e.to_string()))
+        }
+    };
+    let direct = send(kafka.bootstrap().to_owned()).await?;
+    let proxied = send(proxy.brokers()[0].addr.to_string()).await?;
+    ensure!(
+        proxied == direct,
+        "ApiVersions v{newer}: through the proxy {proxied:?}, from Kafka directly {direct:?}"
+    );
+    proxy.shutdown().await;
+    let journal = proxy.journal();
+    let entry = journal
+        .entries()
+        .iter()
+        .find(|e| e.version == Some(newer))
+        .context("no entry for the undecodable ApiVersions")?;
+    ensure!(
+        entry.api.as_deref() == Some("ApiVersions") && entry.bad_request.is_none(),
+        "journaled as {entry:?}"
+    );
+    Ok(())
+}
