@@ -23,6 +23,10 @@ pub enum Error {
     /// A cluster operation (broker down or up, leader or coordinator move) was refused.
     #[error("cluster operation refused: {0}")]
     Operation(String),
+    /// The upstream Kafka cluster of a proxy could not be reached or did not answer as Kafka
+    /// does.
+    #[error("upstream Kafka: {0}")]
+    Upstream(String),
     /// A topic could not be created.
     #[error("cannot create topic: {0}")]
     Topic(String),

@@ -53,6 +53,7 @@ pub mod hunt;
 pub mod journal;
 pub mod limits;
 mod outbox;
+mod proxy;
 pub mod scenario;
 pub mod schedule;
 mod server;

@@ -38,7 +38,8 @@ pub(crate) struct Outbox<'a, W> {
 /// An answer in the buffer: what its journal entry is completed with.
 struct Unsent {
     seq: u64,
-    body: Box<ResponseKind>,
+    /// `None` for an answer a proxy forwards without decoding it.
+    body: Option<Box<ResponseKind>>,
     digests: Digests,
 }
 
@@ -59,7 +60,8 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
     }
 
     /// Adds the answer to request `seq` (its encoded `frame`, without the size prefix, and its
-    /// decoded `body` and record `digests` for the journal); sends what is buffered first when
+    /// decoded `body`, `None` for one forwarded undecoded, and record `digests` for the
+    /// journal); sends what is buffered first when
     /// the answer does not fit, and sends an answer larger than the buffer at once.
     ///
     /// # Errors
@@ -69,7 +71,7 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
         &mut self,
         seq: u64,
         frame: &[u8],
-        body: Box<ResponseKind>,
+        body: Option<Box<ResponseKind>>,
         digests: Digests,
     ) -> std::io::Result<()> {
         let size = 4 + frame.len();
@@ -122,12 +124,14 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
             let response = self.journal.records().then(|| ResponseSummary {
                 at_us,
                 sending_us: Some(sending_us),
-                error_codes: summary::error_codes(&body),
+                error_codes: body
+                    .as_ref()
+                    .map_or_else(Vec::new, |b| summary::error_codes(b)),
             });
             self.journal.finish(seq, |entry| {
                 add_digests(entry, digests);
-                if let Some(request) = &mut entry.request {
-                    summary::complete(request, &body);
+                if let (Some(request), Some(body)) = (&mut entry.request, &body) {
+                    summary::complete(request, body);
                 }
                 entry.response = response;
             });
@@ -181,7 +185,7 @@ mod tests {
             async move {
                 let mut outbox = Outbox::new(writer, &journal);
                 let body = Box::new(ResponseKind::ApiVersions(Default::default()));
-                outbox.write(seq, &answer, body, Vec::new()).await
+                outbox.write(seq, &answer, Some(body), Vec::new()).await
             }
         });
         // The write has begun once the client can read its first bytes; it cannot end before

@@ -51,6 +51,27 @@ impl ClusterBuilder {
         self
     }
 
+    /// Proxy mode: instead of a fake cluster, kmock's listeners, journal, fault rules and
+    /// checks in front of the real Kafka cluster at `bootstrap` (`host:port[,host:port…]`,
+    /// spoken to in PLAINTEXT; SASL and TLS are out of scope). [`Self::start`] asks it for its
+    /// brokers and opens one listener per broker, with the upstream's node ids (on
+    /// [`Self::port`], `port + 1`, … in node id order); a broker first seen later gets a
+    /// listener on an ephemeral port. Every answer naming brokers is rewritten to the
+    /// proxy's listeners. [`Self::brokers`] is then the upstream's count, and the options of
+    /// the fake's state (topics, partitions, versions, groups) do not apply; [`Self::topic`]
+    /// is refused at the start. The README's "When a fake is not enough" says what else
+    /// differs.
+    pub fn upstream(mut self, bootstrap: &str) -> Self {
+        let addrs = bootstrap
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect();
+        self.config.upstream = Some(addrs);
+        self
+    }
+
     /// Number of brokers, each with its own listener and node id (1..=n). Default 1.
     ///
     /// # Panics
@@ -246,7 +267,9 @@ impl ClusterBuilder {
     /// count, or an unspecified host (`0.0.0.0`, `::`: Kafka refuses to advertise
     /// those); [`Error::Bind`] when a port cannot be bound;
     /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one or more
-    /// than 9,999 partitions, given twice).
+    /// than 9,999 partitions, given twice). In proxy mode ([`Self::upstream`]), also
+    /// [`Error::Upstream`] when no bootstrap address answers Metadata, and [`Error::Config`]
+    /// for topics to create or an empty bootstrap.
     pub async fn start(self) -> Result<Cluster, Error> {
         let ClusterBuilder {
             mut config,
@@ -263,6 +286,25 @@ impl ClusterBuilder {
             }
             config.transaction_version = TransactionVersion::V1;
         }
+        let discovered = match &config.upstream {
+            None => None,
+            Some(bootstrap) => {
+                if bootstrap.is_empty() {
+                    return Err(Error::Config(
+                        "the upstream bootstrap names no address".into(),
+                    ));
+                }
+                if !config.topics.is_empty() {
+                    return Err(Error::Config(
+                        "a proxy creates no topics: its topics are the upstream cluster's (create them there)".into(),
+                    ));
+                }
+                let brokers = crate::proxy::discover(bootstrap).await?;
+                config.brokers = brokers.len();
+                config.replication_factor = None;
+                Some(brokers)
+            }
+        };
         if config.default_partitions < 1 {
             return Err(Error::Config(format!(
                 "default partitions must be at least 1 (Kafka's num.partitions), not {}",
@@ -306,10 +348,10 @@ impl ClusterBuilder {
             let addr = listener
                 .local_addr()
                 .map_err(|source| Error::Bind { addr, source })?;
-            brokers.push(BrokerInfo {
-                node_id: i as i32 + 1,
-                addr,
-            });
+            let node_id = discovered
+                .as_ref()
+                .map_or(i as i32 + 1, |upstream| upstream[i].node_id);
+            brokers.push(BrokerInfo { node_id, addr });
             listeners.push(listener);
         }
         let state = config.initial_state(brokers.iter().map(|b| b.node_id).collect())?;
@@ -321,9 +363,15 @@ impl ClusterBuilder {
         let seed = config.seed;
         let rules = coordinator_load_rules(seed, config.coordinator_load)?;
         let in_force = rules.any();
+        let shutdown = CancellationToken::new();
+        let upstream = discovered.map(|upstream| {
+            let addrs: Vec<SocketAddr> = brokers.iter().map(|b| b.addr).collect();
+            crate::proxy::Upstream::new(&upstream, &addrs, config.host, shutdown.clone())
+        });
         let shared = Arc::new(Shared {
             config,
             brokers,
+            upstream,
             state: Mutex::new(state),
             data_arrived: Notify::new(),
             journal,
@@ -331,7 +379,6 @@ impl ClusterBuilder {
             rules_in_force: AtomicBool::new(in_force),
             next_connection_id: AtomicU64::new(0),
         });
-        let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
         let listeners = listeners
             .into_iter()

@@ -86,6 +86,8 @@ pub(crate) struct Config {
     /// How long after the start the group and transaction coordinators answer
     /// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's while their partitions load.
     pub coordinator_load: Option<Duration>,
+    /// Proxy mode: the upstream cluster's bootstrap addresses (`host:port`).
+    pub upstream: Option<Vec<String>>,
 }
 
 impl Config {
@@ -148,6 +150,7 @@ impl Default for Config {
             limits: crate::limits::ConnectionLimits::default(),
             consumer_groups: Default::default(),
             coordinator_load: None,
+            upstream: None,
         }
     }
 }
@@ -157,6 +160,8 @@ impl Default for Config {
 pub(crate) struct Shared {
     pub config: Config,
     pub brokers: Vec<BrokerInfo>,
+    /// In proxy mode, the upstream cluster that answers instead of the handlers.
+    pub upstream: Option<crate::proxy::Upstream>,
     pub state: Mutex<ClusterState>,
     /// Woken on every append, so long-polling Fetch requests can look again.
     pub data_arrived: Notify,

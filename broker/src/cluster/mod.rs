@@ -65,14 +65,14 @@ struct Inner {
 
 /// One broker's accept loop and connections: stopped together when the broker goes down.
 #[derive(Debug)]
-struct Listening {
+pub(crate) struct Listening {
     stop: CancellationToken,
     tasks: TaskTracker,
 }
 
 impl Listening {
     /// Serves `listener` as broker `node_id` until `stop` (a child of `shutdown`) is cancelled.
-    fn start(
+    pub(crate) fn start(
         listener: TcpListener,
         node_id: i32,
         shared: &Arc<Shared>,
@@ -91,7 +91,7 @@ impl Listening {
     }
 
     /// Closes the listener and every connection, and waits until they have ended.
-    async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         self.stop.cancel();
         self.tasks.close();
         self.tasks.wait().await;
@@ -156,17 +156,41 @@ impl Cluster {
         bootstrap(&self.inner.shared.brokers)
     }
 
-    /// Node ids and addresses of the brokers, in node id order.
+    /// Node ids and addresses of the brokers, in node id order: in proxy mode, the listeners
+    /// opened at the start for the upstream's brokers, with its node ids (see
+    /// [`Cluster::late_brokers`]).
     pub fn brokers(&self) -> &[BrokerInfo] {
         &self.inner.shared.brokers
+    }
+
+    /// Whether this is a proxy in front of a real Kafka cluster
+    /// ([`ClusterBuilder::upstream`]).
+    pub fn is_proxy(&self) -> bool {
+        self.inner.shared.upstream.is_some()
+    }
+
+    /// In proxy mode, the upstream brokers first seen after the start, each with the listener
+    /// opened for it then, in node id order; empty for a fake.
+    pub fn late_brokers(&self) -> Vec<BrokerInfo> {
+        let Some(upstream) = &self.inner.shared.upstream else {
+            return Vec::new();
+        };
+        let known: Vec<i32> = self.brokers().iter().map(|b| b.node_id).collect();
+        upstream
+            .late_brokers(&known)
+            .into_iter()
+            .map(|(node_id, addr)| BrokerInfo { node_id, addr })
+            .collect()
     }
 
     /// Creates a topic as CreateTopics would, with Kafka's default configs.
     ///
     /// # Errors
     /// [`Error::Topic`] when the name is invalid or taken, or `partitions` is below 1 or above
-    /// 9,999 (Kafka's POLICY_VIOLATION: past 10,000 records for one controller operation).
+    /// 9,999 (Kafka's POLICY_VIOLATION: past 10,000 records for one controller operation);
+    /// [`Error::Operation`] in proxy mode (create it in the upstream cluster).
     pub fn create_topic(&self, name: &str, partitions: i32) -> Result<(), Error> {
+        self.fake_only("creating a topic")?;
         self.inner
             .shared
             .state()
@@ -277,6 +301,13 @@ impl Cluster {
                 journal.evicted()
             ));
         }
+        if self.inner.shared.upstream.is_some() {
+            report.skipped.push(
+                "log checks: proxy mode has no partition logs of its own (they are the upstream's)"
+                    .to_owned(),
+            );
+            return report;
+        }
         let state = self.inner.shared.state();
         report
             .violations
@@ -333,6 +364,9 @@ impl Cluster {
         self.inner.shutdown.cancel();
         for listening in self.inner.listeners.lock().await.iter() {
             listening.stop().await;
+        }
+        if let Some(upstream) = &self.inner.shared.upstream {
+            upstream.stop_late().await;
         }
         self.inner.tracker.close();
         self.inner.tracker.wait().await;

@@ -93,8 +93,10 @@ impl Cluster {
     ///
     /// # Errors
     /// [`Error::Operation`] when the partition or broker does not exist, the broker is down or
-    /// holds no in-sync replica of the partition, or the cluster was shut down.
+    /// holds no in-sync replica of the partition, or the cluster was shut down; in proxy mode
+    /// always (the upstream cluster decides its leaders).
     pub fn move_leader(&self, topic: &str, partition: i32, node_id: i32) -> Result<(), Error> {
+        self.fake_only("moving a partition leader")?;
         self.operate(
             node_id,
             |state, now| state.move_leader(topic, partition, node_id, now),
@@ -116,8 +118,9 @@ impl Cluster {
     /// coordinates the group.
     ///
     /// # Errors
-    /// As [`Cluster::move_leader`].
+    /// As [`Cluster::move_leader`]; refused in proxy mode.
     pub fn move_coordinator(&self, group_id: &str, node_id: i32) -> Result<(), Error> {
+        self.fake_only("moving a group coordinator")?;
         self.operate(
             node_id,
             |state, now| state.move_coordinator(group_id, node_id, now),
@@ -144,6 +147,7 @@ impl Cluster {
         transactional_id: &str,
         node_id: i32,
     ) -> Result<(), Error> {
+        self.fake_only("moving a transaction coordinator")?;
         self.operate(
             node_id,
             |state, now| state.move_transaction_coordinator(transactional_id, node_id, now),
@@ -162,8 +166,16 @@ impl Cluster {
     /// ones created again empty (new topic ids), groups and committed offsets and producers'
     /// sequence state are gone. Listeners, ports, open connections, brokers down, fault rules
     /// and producer id allocation (ids keep counting up) stay as they are.
+    ///
+    /// In proxy mode only the journal is emptied: the topics, groups and producers are the
+    /// upstream cluster's.
     pub fn reset(&self) {
         let shared = &self.inner.shared;
+        if shared.upstream.is_some() {
+            shared.journal.clear(ClusterOperation::Reset);
+            tracing::info!("journal reset (proxy mode: the upstream keeps its state)");
+            return;
+        }
         let mut state = shared.state();
         let mut fresh = shared.config.fresh_state(state.nodes.clone());
         let now = tokio::time::Instant::now();
@@ -195,12 +207,52 @@ impl Cluster {
         self.check_running()?;
         let shared = &self.inner.shared;
         let mut state = shared.state();
+        if shared.upstream.is_some() {
+            // A proxy's brokers are listeners: no leader moves with them (the upstream's
+            // broker runs on), and the fake's state is not theirs.
+            let up = shared.brokers.iter().any(|b| b.node_id == node_id);
+            let down = state.down.contains(&node_id);
+            let operation = operation(Vec::new());
+            match (&operation, up, down) {
+                (_, false, _) => {
+                    return Err(Error::Operation(format!(
+                        "no broker {node_id} among the proxy's listeners from the start"
+                    )))
+                }
+                (ClusterOperation::BrokerDown { .. }, _, true) => {
+                    return Err(Error::Operation(format!(
+                        "broker {node_id} is already down"
+                    )))
+                }
+                (ClusterOperation::BrokerUp { .. }, _, false) => {
+                    return Err(Error::Operation(format!("broker {node_id} is not down")))
+                }
+                (ClusterOperation::BrokerDown { .. }, ..) => {
+                    state.down.insert(node_id);
+                }
+                _ => {
+                    state.down.remove(&node_id);
+                }
+            }
+            shared.journal.record_operation(node_id, operation);
+            return Ok(0);
+        }
         let changes = change(&mut state, tokio::time::Instant::now()).map_err(Error::Operation)?;
         let count = changes.len();
         shared.journal.record_operation(node_id, operation(changes));
         drop(state);
         shared.data_arrived.notify_waiters();
         Ok(count)
+    }
+
+    /// Refuses `what` in proxy mode, where only the upstream cluster can do it.
+    pub(crate) fn fake_only(&self, what: &str) -> Result<(), Error> {
+        if self.inner.shared.upstream.is_some() {
+            return Err(Error::Operation(format!(
+                "{what} is a fake-only operation: in proxy mode the upstream Kafka cluster decides it"
+            )));
+        }
+        Ok(())
     }
 
     fn check_running(&self) -> Result<(), Error> {

@@ -82,6 +82,10 @@ pub(crate) async fn move_leader(
 ) -> Result<Json<Value>, ApiError> {
     let Path((topic, partition)) = path?;
     let Target { broker } = body::parse(&headers, &body)?;
+    control
+        .cluster
+        .fake_only("moving a partition leader")
+        .map_err(refused)?;
     known_broker(&control, broker)?;
     if control.cluster.leader(&topic, partition).is_none() {
         return Err(ApiError::not_found(format!(

@@ -89,13 +89,18 @@ struct NewTopic {
 /// `POST /topics` with `{"name": "orders", "partitions": 6, "replication_factor": 3,
 /// "configs": {…}}`: 201 with the topic as `GET /topics` shows it; 409 when it exists; 400 for
 /// what CreateTopics refuses (bad name, partitions outside 1..=100000, a replication factor
-/// above the brokers up, bad config), with Kafka's reason.
+/// above the brokers up, bad config), with Kafka's reason; 409 in proxy mode (a fake-only
+/// operation: create the topic in the upstream cluster).
 pub(crate) async fn create(
     State(control): State<Control>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<(StatusCode, Json<TopicView>), ApiError> {
     let new: NewTopic = body::parse(&headers, &body)?;
+    control
+        .cluster
+        .fake_only("creating a topic")
+        .map_err(|e| ApiError::conflict(e.to_string()))?;
     let mut state = control.cluster.state();
     match state.create_topic(
         &new.name,

@@ -13,9 +13,15 @@ impl Scenario {
     /// but the port defaults to 9092 as for `kmock serve`).
     ///
     /// # Errors
-    /// [`Error::Config`] for a bad `kafka_version` or `brokers: 0`.
+    /// [`Error::Config`] for a bad `kafka_version` or `brokers: 0`; with `upstream:`, for a
+    /// field of the fake's shape or state (the upstream cluster has its own) or an operation
+    /// only a fake can do.
     pub fn builder(&self) -> Result<ClusterBuilder, Error> {
         let mut b = crate::Cluster::builder().port(self.port.unwrap_or(9092));
+        if let Some(upstream) = &self.upstream {
+            self.check_proxy()?;
+            b = b.upstream(upstream);
+        }
         match self.brokers {
             Some(0) => return Err(Error::Config("brokers must be at least 1".into())),
             Some(n) => b = b.brokers(n),
@@ -64,6 +70,40 @@ impl Scenario {
             b = b.topic(&t.name, t.partitions);
         }
         Ok(b)
+    }
+
+    /// With `upstream:`, refuses what only a fake has: its shape and state fields, and
+    /// operations other than taking a broker's listener down and up.
+    fn check_proxy(&self) -> Result<(), Error> {
+        let fake_only = [
+            ("brokers", self.brokers.is_some()),
+            ("topics", !self.topics.is_empty()),
+            ("kafka_version", self.kafka_version.is_some()),
+            ("transaction_version", self.transaction_version.is_some()),
+            ("auto_create_topics", self.auto_create_topics.is_some()),
+            ("default_partitions", self.default_partitions.is_some()),
+            ("replication_factor", self.replication_factor.is_some()),
+            (
+                "operations: move_leader",
+                self.operations.iter().any(|o| o.move_leader.is_some()),
+            ),
+            (
+                "operations: move_coordinator",
+                self.operations.iter().any(|o| o.move_coordinator.is_some()),
+            ),
+            (
+                "operations: move_transaction_coordinator",
+                self.operations
+                    .iter()
+                    .any(|o| o.move_transaction_coordinator.is_some()),
+            ),
+        ];
+        match fake_only.iter().find(|(_, set)| *set) {
+            Some((field, _)) => Err(Error::Config(format!(
+                "`{field}` is the fake's: with `upstream:` the upstream Kafka cluster decides it"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The rules, built, with `after` and `until` measured from the cluster's start

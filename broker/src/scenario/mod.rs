@@ -70,6 +70,11 @@ use crate::error::Error;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Proxy mode: the bootstrap (`host:port[,host:port…]`) of the real Kafka cluster to put
+    /// kmock in front of ([`crate::ClusterBuilder::upstream`]); run with `kmock proxy
+    /// --config`. The fake's shape and state fields are then refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
     /// Brokers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brokers: Option<usize>,

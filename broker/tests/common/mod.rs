@@ -64,8 +64,17 @@ impl Server {
 
     /// Starts `kmock serve --print-json ARGS` and reads its JSON line, returned too.
     pub fn start_json(args: &[&str]) -> (Server, serde_json::Value) {
+        Server::start_json_as("serve", args)
+    }
+
+    /// `kmock proxy --print-json ARGS…`, as [`Server::start_json`] for `kmock serve`.
+    pub fn start_proxy_json(args: &[&str]) -> (Server, serde_json::Value) {
+        Server::start_json_as("proxy", args)
+    }
+
+    fn start_json_as(command: &str, args: &[&str]) -> (Server, serde_json::Value) {
         let args: Vec<&str> = ["--print-json"].iter().chain(args).copied().collect();
-        let (mut server, lines) = Server::spawn(&args, &[], 1);
+        let (mut server, lines) = Server::spawn_as(command, &args, &[], 1);
         let json: serde_json::Value = serde_json::from_str(&lines[0])
             .unwrap_or_else(|e| panic!("stdout line {:?} is not JSON: {e}", lines[0]));
         let text = |key: &str| {
@@ -81,8 +90,17 @@ impl Server {
 
     /// Spawns `kmock serve ARGS` with `env` set and reads its first `lines` lines of stdout.
     fn spawn(args: &[&str], env: &[(&str, &str)], lines: usize) -> (Server, Vec<String>) {
+        Server::spawn_as("serve", args, env, lines)
+    }
+
+    fn spawn_as(
+        command: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        lines: usize,
+    ) -> (Server, Vec<String>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kmock"))
-            .arg("serve")
+            .arg(command)
             .args(args)
             .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
@@ -109,7 +127,7 @@ impl Server {
         let Ok((read, stdout)) = first_lines else {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("kmock serve {args:?} printed not {lines} line(s) within 10 s");
+            panic!("kmock {command} {args:?} printed not {lines} line(s) within 10 s");
         };
         let server = Server {
             child,

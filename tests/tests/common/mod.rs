@@ -122,6 +122,7 @@ pub mod groups;
 pub mod idempotent;
 pub mod jsonl;
 pub mod member;
+pub mod proxy;
 pub mod rdkafka_txn;
 pub mod requests;
 pub mod transactions;

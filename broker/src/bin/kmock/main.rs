@@ -2,6 +2,7 @@
 
 mod check;
 mod hunt;
+mod proxy;
 mod report;
 mod serve;
 
@@ -37,6 +38,9 @@ enum Command {
     /// self-contained HTML timeline (`-o report.html`), to open offline in a browser. Exit
     /// status: 0 written, 2 unreadable input or unwritable output.
     Report(report::ReportArgs),
+    /// Put kmock's journal, fault rules, checks and control API in front of a real Kafka
+    /// cluster, until SIGINT or SIGTERM.
+    Proxy(proxy::Proxy),
 }
 
 /// Exit status: 0, 1 for violations or unmet expectations (`check`, `serve --config`), 2 for
@@ -59,6 +63,12 @@ async fn main() {
     match cli.command {
         Command::Serve(args) => {
             if let Err(e) = serve::serve(args).await {
+                eprintln!("kmock: {e:#}");
+                std::process::exit(2);
+            }
+        }
+        Command::Proxy(args) => {
+            if let Err(e) = proxy::proxy(args).await {
                 eprintln!("kmock: {e:#}");
                 std::process::exit(2);
             }

@@ -34,6 +34,14 @@ pub(crate) struct Serve {
     /// scenario's `kafka_version`. Default 4.4.
     #[arg(long, value_name = "VERSION", value_parser = parse_kafka_version)]
     kafka_version: Option<kmock::KafkaVersion>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// The flags `kmock serve` and `kmock proxy` share: journal, control API, connection limits,
+/// the start-up line.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Common {
     /// Write every request to this file as JSON Lines, one entry a line, flushed after each
     /// (lines come in completion order; `seq` gives arrival order).
     #[arg(long, value_name = "PATH")]
@@ -108,7 +116,7 @@ fn parse_idle(s: &str) -> Result<Idle, String> {
 /// The control API's token: `--control-token` (or `KMOCK_CONTROL_TOKEN`), else the first line
 /// of `--control-token-file`, else the scenario's.
 fn control_token(
-    args: &Serve,
+    args: &Common,
     scenario: Option<&kmock::Scenario>,
 ) -> anyhow::Result<Option<String>> {
     let from_file = match &args.control_token_file {
@@ -168,8 +176,13 @@ pub(crate) async fn serve(args: Serve) -> anyhow::Result<()> {
         Some(path) => Some(kmock::Scenario::load(path)?),
         None => None,
     };
-    let mut builder = match &scenario {
-        Some(scenario) => scenario.builder()?,
+    let builder = match &scenario {
+        Some(scenario) => {
+            if scenario.upstream.is_some() {
+                bail!("the scenario names an upstream: run it with `kmock proxy --config`");
+            }
+            scenario.builder()?
+        }
         None => {
             if args.brokers == 0 {
                 bail!("--brokers must be at least 1");
@@ -186,9 +199,20 @@ pub(crate) async fn serve(args: Serve) -> anyhow::Result<()> {
             builder
         }
     };
-    if let Some(version) = args.kafka_version {
-        builder = builder.kafka_version(version);
-    }
+    let builder = match args.kafka_version {
+        Some(version) => builder.kafka_version(version),
+        None => builder,
+    };
+    run(builder, scenario, args.common).await
+}
+
+/// Starts the cluster (or proxy) `builder` describes with the `common` flags, prints its
+/// start-up line, and runs until SIGINT or SIGTERM; then the scenario's checks, and exits.
+pub(crate) async fn run(
+    mut builder: kmock::ClusterBuilder,
+    scenario: Option<kmock::Scenario>,
+    args: Common,
+) -> anyhow::Result<()> {
     if let Some(Idle(idle)) = args.connections_max_idle {
         builder = builder.connections_max_idle(idle);
     }

@@ -21,6 +21,7 @@ mod latency;
 mod memory;
 mod peers;
 mod producer;
+mod proxy;
 mod report;
 mod scale;
 mod startup;
@@ -87,6 +88,7 @@ enum Figure {
     Journal,
     Memory,
     Scale,
+    Proxy,
 }
 
 /// How much each figure does in one round.
@@ -190,6 +192,10 @@ fn main() -> Result<()> {
         if !cli.only.is_empty() && !cli.only.contains(figure) {
             continue;
         }
+        // The proxy's figure needs a real Kafka and compares no peers: only when asked for.
+        if cli.only.is_empty() && *figure == Figure::Proxy {
+            continue;
+        }
         let load = report::load_average();
         eprintln!("kmock-bench: {figure:?} (load average {load:?}) …");
         machine
@@ -203,6 +209,7 @@ fn main() -> Result<()> {
             Figure::Journal => journal::run,
             Figure::Memory => memory::run,
             Figure::Scale => scale::run,
+            Figure::Proxy => proxy::run,
         };
         rows.extend(run(&bench).with_context(|| format!("figure {figure:?}"))?);
     }

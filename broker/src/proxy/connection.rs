@@ -1,0 +1,410 @@
+//! A proxy's processor for one client connection: the requests the reader queued
+//! ([`crate::server`]) go to the upstream broker on a connection of their own, in order and
+//! without waiting for the answers before them (the sender), and the answers come back in the
+//! same order (the returner), each completing its journal entry when it is sent to the client.
+//!
+//! Faults apply as in fake mode: `delay` holds the request (and those behind it) before it is
+//! forwarded, `disconnect` closes the connection instead of forwarding it (request lost),
+//! `error` answers it from the proxy without forwarding; `throttle`, `delay_response`,
+//! `disconnect_after_apply` (the upstream applied it, the answer is lost) and `silence` apply
+//! to the upstream's answer.
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use tokio::io::AsyncWrite;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use super::rewrite::{self, REWRITTEN};
+use super::{Upstream, MAX_ANSWER_BYTES};
+use crate::codec::{self, Decoded};
+use crate::connection::{write_frame, FrameReader};
+use crate::faults::{self, Fired};
+use crate::handlers::{Ctx, ProducedDigests};
+use crate::outbox::Outbox;
+use crate::server::{Arrived, ConnCtx};
+
+/// Requests forwarded whose answers have not come back yet, at most, before the sender waits.
+const IN_FLIGHT: usize = 64;
+
+/// A request forwarded (or answered by the proxy), in order, waiting for its answer.
+struct Pending {
+    seq: u64,
+    fired: Fired,
+    /// Its API when the codec knows it (then the answer is decoded).
+    api: Option<ApiKey>,
+    version: i16,
+    correlation_id: i32,
+    answer: Expected,
+}
+
+enum Expected {
+    /// The upstream answers it.
+    Upstream,
+    /// The upstream may not answer: an undecoded request that may be an acks=0 Produce.
+    Maybe,
+    /// The upstream does not answer (a Produce with acks = 0).
+    Nothing,
+    /// The proxy answers it (a fault's error).
+    Proxy(Box<ResponseKind>),
+}
+
+/// Forwards the connection's requests to the upstream of broker `ctx.node_id` and their
+/// answers back, until either side closes or the connection is closed.
+pub(crate) async fn forward(
+    ctx: &ConnCtx<'_>,
+    upstream: &Upstream,
+    rx: &mut mpsc::Receiver<Box<Arrived>>,
+    writer: impl AsyncWrite + Unpin,
+) {
+    let ConnCtx {
+        shared,
+        span,
+        close,
+        ..
+    } = *ctx;
+    let journal = &shared.journal;
+    let Some(target) = upstream.upstream_of(ctx.node_id) else {
+        tracing::warn!(parent: span, "closing connection: no upstream broker {}", ctx.node_id);
+        return;
+    };
+    let connected = tokio::select! {
+        () = close.cancelled() => return,
+        connected = TcpStream::connect(&target) => connected,
+    };
+    let stream = match connected {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::warn!(parent: span, %target, "closing connection: the upstream broker cannot be reached: {e}");
+            return;
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    let (up_read, up_write) = stream.into_split();
+    let (pending_tx, mut pending_rx) = mpsc::channel::<Pending>(IN_FLIGHT);
+    tokio::join!(
+        send(ctx, rx, up_write, pending_tx),
+        answer(ctx, upstream, &mut pending_rx, up_read, writer),
+    );
+    // Forwarded, never answered: complete their entries, unanswered.
+    while let Ok(pending) = pending_rx.try_recv() {
+        journal.finish(pending.seq, |_| {});
+    }
+}
+
+/// The sender: takes the queued requests in order, applies the faults that act before
+/// forwarding, and forwards each (or has the proxy answer it).
+async fn send(
+    ctx: &ConnCtx<'_>,
+    rx: &mut mpsc::Receiver<Box<Arrived>>,
+    mut up_write: impl AsyncWrite + Unpin,
+    pending_tx: mpsc::Sender<Pending>,
+) {
+    let ConnCtx {
+        shared,
+        span,
+        close,
+        read_ahead,
+        ..
+    } = *ctx;
+    let journal = &shared.journal;
+    let produced = ProducedDigests::default();
+    let handler_ctx = Ctx {
+        shared,
+        node_id: ctx.node_id,
+        peer: ctx.peer,
+        client_id: "",
+        produced: &produced,
+    };
+    loop {
+        let next = tokio::select! {
+            () = close.cancelled() => break,
+            next = rx.recv() => next,
+        };
+        let Some(next) = next else { break };
+        let Arrived {
+            seq,
+            decoded,
+            frame,
+            cost,
+            fired,
+        } = *next;
+        read_ahead.add_permits(cost as usize);
+        let Some(frame) = frame else {
+            unreachable!("a proxy's reader keeps every frame");
+        };
+        let request = match &decoded {
+            Some(Decoded::Request(request)) => Some(request),
+            _ => None,
+        };
+        let peek = codec::peek_header(&frame).ok();
+        let api = request
+            .map(|r| r.api_key)
+            .or_else(|| peek.and_then(|p| ApiKey::try_from(p.api_key).ok()));
+        let version = peek.map_or(0, |p| p.version);
+        let correlation_id = peek.map_or(0, |p| p.correlation_id);
+        if !fired.delay.is_zero() {
+            tokio::select! {
+                () = close.cancelled() => {
+                    journal.finish(seq, |_| {});
+                    break;
+                }
+                () = tokio::time::sleep(fired.delay) => {}
+            }
+        }
+        if fired.disconnect {
+            journal.finish(seq, |_| {});
+            tracing::debug!(parent: span, seq, "closing connection: fault: disconnect before forwarding");
+            close.cancel();
+            break;
+        }
+        let acks_0 =
+            matches!(request.map(|r| &r.body), Some(RequestKind::Produce(p)) if p.acks == 0);
+        let injected = match (fired.error, request) {
+            (Some(_), Some(_)) if acks_0 => {
+                // An acks=0 request gets no answer: Kafka closes the connection on a failure.
+                journal.finish(seq, |_| {});
+                tracing::debug!(parent: span, seq, "closing connection: fault: error on an acks=0 produce");
+                close.cancel();
+                break;
+            }
+            (Some(error), Some(request)) => faults::error_response(
+                &handler_ctx,
+                &request.body,
+                request.version,
+                error,
+                fired.error_topic.as_deref(),
+            ),
+            _ => None,
+        };
+        let answer = match injected {
+            Some(body) => Expected::Proxy(Box::new(body)),
+            None => {
+                let written = tokio::select! {
+                    () = close.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
+                    written = write_frame(&mut up_write, &frame) => written,
+                };
+                if let Err(e) = written {
+                    journal.finish(seq, |_| {});
+                    tracing::warn!(parent: span, seq, "closing connection: forwarding to the upstream failed: {e}");
+                    close.cancel();
+                    break;
+                }
+                if acks_0 {
+                    Expected::Nothing
+                } else if request.is_none() && api == Some(ApiKey::Produce) {
+                    Expected::Maybe
+                } else {
+                    Expected::Upstream
+                }
+            }
+        };
+        let pending = Pending {
+            seq,
+            fired,
+            api: request.map(|r| r.api_key).or(api),
+            version,
+            correlation_id,
+            answer,
+        };
+        let queued = tokio::select! {
+            () = close.cancelled() => false,
+            queued = pending_tx.send(pending) => queued.is_ok(),
+        };
+        if !queued {
+            journal.finish(seq, |_| {});
+            break;
+        }
+    }
+}
+
+/// The returner: reads the upstream's answers in request order, applies the faults that act
+/// on the answer, rewrites broker addresses, and writes each to the client.
+async fn answer(
+    ctx: &ConnCtx<'_>,
+    upstream: &Upstream,
+    pending_rx: &mut mpsc::Receiver<Pending>,
+    up_read: impl tokio::io::AsyncRead + Unpin,
+    writer: impl AsyncWrite + Unpin,
+) {
+    let ConnCtx {
+        shared,
+        span,
+        close,
+        ..
+    } = *ctx;
+    let journal = &shared.journal;
+    let mut outbox = Outbox::new(writer, journal);
+    let mut answers = FrameReader::new(
+        up_read,
+        MAX_ANSWER_BYTES,
+        shared.config.limits.frame_timeout,
+    );
+    // An answer read for a request that turned out to have none (an undecoded acks=0 Produce).
+    let mut early: Option<Bytes> = None;
+    loop {
+        // Answers are sent when nothing further is at hand, and before anything waits.
+        let next = match pending_rx.try_recv() {
+            Ok(next) => Some(next),
+            Err(_) if outbox.has_unsent() => None,
+            Err(_) => tokio::select! {
+                () = close.cancelled() => break,
+                next = pending_rx.recv() => match next {
+                    Some(next) => Some(next),
+                    None => break,
+                },
+            },
+        };
+        let Some(pending) = next else {
+            if let Err(e) = outbox.send().await {
+                tracing::warn!(parent: span, "closing connection: write failed: {e}");
+                break;
+            }
+            continue;
+        };
+        let Pending {
+            seq,
+            fired,
+            api,
+            version,
+            correlation_id,
+            answer,
+        } = pending;
+        let (frame, body) = match answer {
+            Expected::Nothing => {
+                journal.finish(seq, |_| {});
+                continue;
+            }
+            Expected::Proxy(body) => (None, Some(body)),
+            Expected::Upstream | Expected::Maybe => {
+                let frame = match early.take() {
+                    Some(frame) => Ok(Some(frame)),
+                    None => {
+                        if outbox.has_unsent() {
+                            if let Err(e) = outbox.send().await {
+                                journal.finish(seq, |_| {});
+                                tracing::warn!(parent: span, "closing connection: write failed: {e}");
+                                break;
+                            }
+                        }
+                        tokio::select! {
+                            () = close.cancelled() => {
+                                journal.finish(seq, |_| {});
+                                break;
+                            }
+                            frame = answers.read_frame() => frame,
+                        }
+                    }
+                };
+                let frame = match frame {
+                    Ok(Some(frame)) => frame,
+                    Ok(None) => {
+                        journal.finish(seq, |_| {});
+                        tracing::debug!(parent: span, seq, "closing connection: the upstream closed its connection");
+                        break;
+                    }
+                    Err(e) => {
+                        journal.finish(seq, |_| {});
+                        tracing::warn!(parent: span, seq, "closing connection: reading the upstream's answer failed: {e}");
+                        break;
+                    }
+                };
+                let answered = rewrite::peek_correlation_id(&frame);
+                if answered != Some(correlation_id) {
+                    if matches!(answer, Expected::Maybe) {
+                        // An undecoded acks=0 Produce: this answer is the next request's.
+                        journal.finish(seq, |_| {});
+                        early = Some(frame);
+                        continue;
+                    }
+                    journal.finish(seq, |_| {});
+                    tracing::warn!(parent: span, seq, ?answered, expected = correlation_id, "closing connection: the upstream answered out of order");
+                    break;
+                }
+                let body = match api.filter(|a| {
+                    let range = a.valid_versions();
+                    (range.min..=range.max).contains(&rewrite::answer_version(*a, version))
+                }) {
+                    Some(api) => match rewrite::decode_response(
+                        api,
+                        rewrite::answer_version(api, version),
+                        frame.clone(),
+                    ) {
+                        Ok((_, body)) => Some(Box::new(body)),
+                        Err(e) => {
+                            tracing::debug!(parent: span, seq, "forwarding an answer kmock cannot decode: {e}");
+                            if REWRITTEN.contains(&api) {
+                                tracing::warn!(parent: span, seq, "{api:?} v{version} answer forwarded without its broker addresses rewritten");
+                            }
+                            None
+                        }
+                    },
+                    None => None,
+                };
+                (Some(frame), body)
+            }
+        };
+        let mut body = body;
+        let mut changed = frame.is_none();
+        if let Some(body) = body.as_deref_mut() {
+            changed |= rewrite::rewrite(body, |node, host, port| {
+                upstream.route(shared, node, host, port)
+            });
+        }
+        if let Some(throttle) = fired.throttle {
+            let ms = throttle.as_millis().min(i32::MAX as u128) as i32;
+            let set = body.as_deref_mut().is_some_and(|b| {
+                let version = api.map_or(version, |a| rewrite::answer_version(a, version));
+                faults::with_throttle(b, version, ms)
+            });
+            changed |= set;
+            if !set {
+                // No throttle field at this version: throttle by holding the answer, as
+                // brokers did before KIP-219.
+                tokio::time::sleep(throttle).await;
+            }
+        }
+        if !fired.delay_response.is_zero() {
+            let _ = outbox.send().await;
+            tokio::time::sleep(fired.delay_response).await;
+        }
+        if fired.disconnect_after_apply {
+            journal.finish(seq, |_| {});
+            let _ = outbox.send().await;
+            tracing::debug!(parent: span, seq, "closing connection: fault: disconnect after forwarding");
+            break;
+        }
+        if fired.silence {
+            journal.finish(seq, |_| {});
+            continue;
+        }
+        let bytes = match (changed, &body, frame) {
+            (false, _, Some(frame)) => Ok(frame),
+            (_, Some(body), _) => {
+                let api = api.expect("a decoded answer has its API");
+                let version = rewrite::answer_version(api, version);
+                codec::encode_response(api, version, correlation_id, body)
+            }
+            (_, None, Some(frame)) => Ok(frame),
+            (_, None, None) => unreachable!("the proxy answers only with a body"),
+        };
+        let bytes = match bytes {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                journal.finish(seq, |_| {});
+                tracing::warn!(parent: span, seq, "closing connection: {e}");
+                break;
+            }
+        };
+        let written = tokio::select! {
+            () = close.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
+            written = outbox.write(seq, &bytes, body, Vec::new()) => written,
+        };
+        if let Err(e) = written {
+            tracing::warn!(parent: span, seq, "closing connection: write failed: {e}");
+            break;
+        }
+    }
+    outbox.abandon();
+    close.cancel();
+}

@@ -1,0 +1,184 @@
+//! What a proxy changes in the upstream's answers: every broker address (Metadata,
+//! FindCoordinator, DescribeCluster, and KIP-951's leader hints in Produce and Fetch answers)
+//! becomes the proxy's listener for that broker, so that clients never connect to the upstream
+//! directly; and ApiVersions advertises no version of those APIs beyond what the codec decodes,
+//! since their answers must be decoded to be rewritten.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+/// The APIs whose answers name brokers, and so must be decoded and rewritten.
+pub(crate) const REWRITTEN: &[ApiKey] = &[
+    ApiKey::Metadata,
+    ApiKey::FindCoordinator,
+    ApiKey::DescribeCluster,
+    ApiKey::Produce,
+    ApiKey::Fetch,
+];
+
+/// Decodes an upstream answer (a frame without its size prefix) to a request of `api` at
+/// `version`: its correlation id and body.
+///
+/// # Errors
+/// The codec's reason, when the header or the body does not decode.
+pub(crate) fn decode_response(
+    api: ApiKey,
+    version: i16,
+    frame: Bytes,
+) -> Result<(i32, ResponseKind), String> {
+    let mut buf = frame;
+    let header = ResponseHeader::decode(&mut buf, api.response_header_version(version))
+        .map_err(|e| format!("{api:?} v{version} answer header does not decode: {e:#}"))?;
+    let body = ResponseKind::decode(api, &mut buf, version)
+        .map_err(|e| format!("{api:?} v{version} answer does not decode: {e:#}"))?;
+    if !buf.is_empty() {
+        return Err(format!(
+            "{api:?} v{version} answer has {} bytes past its end",
+            buf.len()
+        ));
+    }
+    Ok((header.correlation_id, body))
+}
+
+/// The version an answer of `api` at `version` is decoded and encoded at: its own, but for
+/// ApiVersions beyond the codec's highest, which is read at the codec's highest (the
+/// upstream answers ApiVersions v5 as v4, whose fields it has) so that its versions are
+/// clamped even for a client newer than the codec.
+pub(crate) fn answer_version(api: ApiKey, version: i16) -> i16 {
+    match api {
+        ApiKey::ApiVersions => version.min(api.valid_versions().max),
+        _ => version,
+    }
+}
+
+/// The correlation id of an upstream answer, read without decoding it (the first 4 bytes of
+/// every response header version).
+pub(crate) fn peek_correlation_id(frame: &[u8]) -> Option<i32> {
+    let bytes: [u8; 4] = frame.get(..4)?.try_into().ok()?;
+    Some(i32::from_be_bytes(bytes))
+}
+
+/// Rewrites every broker address in `body` with `route(node_id, host, port)`, the proxy's
+/// listener for that upstream broker (`None` leaves the address as it is: a node id of -1 in
+/// an error answer), and clamps ApiVersions to the codec's versions of [`REWRITTEN`] APIs.
+/// Returns whether anything changed (then the answer is encoded again).
+pub(crate) fn rewrite(
+    body: &mut ResponseKind,
+    mut route: impl FnMut(i32, &str, i32) -> Option<SocketAddr>,
+) -> bool {
+    let mut changed = false;
+    let mut apply = |node_id: i32, host: &mut StrBytes, port: &mut i32| {
+        if let Some(addr) = route(node_id, host.as_str(), *port) {
+            let (new_host, new_port) = (addr.ip().to_string(), i32::from(addr.port()));
+            if host.as_str() != new_host || *port != new_port {
+                *host = StrBytes::from_string(new_host);
+                *port = new_port;
+                changed = true;
+            }
+        }
+    };
+    match body {
+        ResponseKind::Metadata(r) => {
+            for b in &mut r.brokers {
+                apply(b.node_id.0, &mut b.host, &mut b.port);
+            }
+        }
+        ResponseKind::FindCoordinator(r) => {
+            if r.node_id.0 >= 0 {
+                apply(r.node_id.0, &mut r.host, &mut r.port);
+            }
+            for c in &mut r.coordinators {
+                if c.node_id.0 >= 0 {
+                    apply(c.node_id.0, &mut c.host, &mut c.port);
+                }
+            }
+        }
+        ResponseKind::DescribeCluster(r) => {
+            for b in &mut r.brokers {
+                apply(b.broker_id.0, &mut b.host, &mut b.port);
+            }
+        }
+        ResponseKind::Produce(r) => {
+            for n in &mut r.node_endpoints {
+                apply(n.node_id.0, &mut n.host, &mut n.port);
+            }
+        }
+        ResponseKind::Fetch(r) => {
+            for n in &mut r.node_endpoints {
+                apply(n.node_id.0, &mut n.host, &mut n.port);
+            }
+        }
+        ResponseKind::ApiVersions(r) => {
+            for v in &mut r.api_keys {
+                let Ok(api) = ApiKey::try_from(v.api_key) else {
+                    continue;
+                };
+                if REWRITTEN.contains(&api) && v.max_version > api.valid_versions().max {
+                    v.max_version = api.valid_versions().max;
+                    changed = true;
+                }
+            }
+        }
+        _ => {}
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
+    use kafka_protocol::messages::{ApiVersionsResponse, BrokerId, MetadataResponse};
+
+    use super::*;
+
+    #[test]
+    fn metadata_brokers_become_the_proxy_listeners() {
+        let mut body = ResponseKind::Metadata(MetadataResponse::default().with_brokers(vec![
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(4))
+                .with_host(StrBytes::from_static_str("kafka-4.internal"))
+                .with_port(9092),
+        ]));
+        let proxy: SocketAddr = "127.0.0.1:40004".parse().unwrap();
+        let mut seen = Vec::new();
+        assert!(rewrite(&mut body, |node, host, port| {
+            seen.push((node, host.to_owned(), port));
+            Some(proxy)
+        }));
+        assert_eq!(seen, [(4, "kafka-4.internal".to_owned(), 9092)]);
+        let ResponseKind::Metadata(r) = body else {
+            unreachable!()
+        };
+        assert_eq!(
+            (r.brokers[0].host.as_str(), r.brokers[0].port),
+            ("127.0.0.1", 40004)
+        );
+    }
+
+    #[test]
+    fn api_versions_are_clamped_for_rewritten_apis_only() {
+        let key = |api: ApiKey, max: i16| {
+            ApiVersion::default()
+                .with_api_key(api as i16)
+                .with_max_version(max)
+        };
+        let mut body =
+            ResponseKind::ApiVersions(ApiVersionsResponse::default().with_api_keys(vec![
+                key(ApiKey::Metadata, 99),
+                key(ApiKey::OffsetCommit, 99),
+            ]));
+        assert!(rewrite(&mut body, |_, _, _| None));
+        let ResponseKind::ApiVersions(r) = body else {
+            unreachable!()
+        };
+        assert_eq!(
+            r.api_keys[0].max_version,
+            ApiKey::Metadata.valid_versions().max
+        );
+        assert_eq!(r.api_keys[1].max_version, 99, "forwarded undecoded");
+    }
+}

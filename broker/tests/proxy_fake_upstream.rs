@@ -1,0 +1,202 @@
+//! Proxy mode in front of an in-process kmock fake as its upstream (any Kafka will do; the
+//! fake needs no JVM and can take brokers down): `kmock proxy` as a process, its JSON start
+//! line, kcat producing and consuming through it with every broker address rewritten to the
+//! proxy's, its journal file and control API; a broker that joins the upstream later getting a
+//! listener of its own; and a proxy scenario refusing the fake's fields. The real Kafka's turn
+//! is `tests/tests/proxy_rdkafka.rs`.
+
+mod common;
+
+use std::process::Command;
+
+use common::{kcat, Server};
+use kmock::journal::read_jsonl;
+use kmock::Cluster;
+use kmock_client::{record, Client};
+
+/// A file of this test process in the temporary directory.
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("kmock-proxy-{}-{name}", std::process::id()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kmock_proxy_rewrites_brokers_and_journals_what_kcat_sends_through_it() {
+    let upstream = Cluster::builder()
+        .brokers(2)
+        .topic("orders", 2)
+        .start()
+        .await
+        .unwrap();
+    let journal = temp("proxy.jsonl");
+    let (mut proxy, json) = Server::start_proxy_json(&[
+        "--upstream",
+        &upstream.bootstrap(),
+        "--port",
+        "0",
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    // One listener per upstream broker, with the upstream's node ids.
+    let brokers = json["brokers"].as_array().expect("a brokers list");
+    let node_ids: Vec<i64> = brokers
+        .iter()
+        .map(|b| b["node_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(node_ids, [1, 2], "{json}");
+    for addr in proxy.addrs() {
+        assert!(
+            upstream.brokers().iter().all(|b| b.addr != addr),
+            "the proxy listens on an upstream address: {addr}"
+        );
+    }
+
+    // Clients learn only the proxy's addresses.
+    let listed = kcat(&["-b", &proxy.bootstrap, "-L", "-t", "orders"], "");
+    for addr in proxy.addrs() {
+        assert!(listed.contains(&addr.to_string()), "{listed}");
+    }
+    for b in upstream.brokers() {
+        assert!(!listed.contains(&b.addr.to_string()), "{listed}");
+    }
+    kcat(
+        &["-b", &proxy.bootstrap, "-P", "-t", "orders", "-p", "1"],
+        "a\nb\nc\n",
+    );
+    let consumed = kcat(
+        &[
+            "-b",
+            &proxy.bootstrap,
+            "-C",
+            "-t",
+            "orders",
+            "-p",
+            "1",
+            "-e",
+            "-q",
+        ],
+        "",
+    );
+    assert_eq!(consumed, "a\nb\nc\n");
+    // The upstream stored them: kcat went through the proxy to partition 1's leader.
+    let stored = upstream
+        .journal()
+        .produce_batches()
+        .iter()
+        .map(|b| (b.batch.partition, b.batch.record_count, b.batch.error_code))
+        .collect::<Vec<_>>();
+    assert_eq!(stored, [(1, 3, Some(0))]);
+
+    let report = proxy.http("POST", "/check", None).expect(200);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+    assert!(
+        report["skipped"].to_string().contains("proxy mode"),
+        "{report}"
+    );
+    let refused = proxy.http(
+        "POST",
+        "/topics",
+        Some(r#"{"name": "new", "partitions": 1}"#),
+    );
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert!(refused.body.contains("fake-only"), "{}", refused.body);
+    proxy.stop();
+
+    let entries = read_jsonl(std::io::BufReader::new(
+        std::fs::File::open(&journal).unwrap(),
+    ))
+    .unwrap();
+    let produced: Vec<_> = entries
+        .iter()
+        .filter(|e| e.api.as_deref() == Some("Produce"))
+        .collect();
+    assert_eq!(produced.len(), 1, "{entries:?}");
+    assert!(
+        produced[0]
+            .response
+            .as_ref()
+            .is_some_and(|r| r.error_codes.is_empty()),
+        "{:?}",
+        produced[0]
+    );
+    upstream.shutdown().await;
+}
+
+#[test]
+fn a_proxy_scenario_refuses_what_only_a_fake_has() {
+    let scenario = temp("proxy.yaml");
+    std::fs::write(&scenario, "upstream: 127.0.0.1:1\nbrokers: 3\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kmock"))
+        .args(["proxy", "--config", scenario.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "`brokers` is the fake's: with `upstream:` the upstream Kafka cluster decides it"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_broker_that_joins_the_upstream_later_gets_a_listener_when_first_named() {
+    let upstream = Cluster::builder()
+        .brokers(2)
+        .topic("orders", 2)
+        .start()
+        .await
+        .unwrap();
+    upstream.broker_down(2).await.unwrap();
+    let proxy = Cluster::builder()
+        .upstream(&upstream.bootstrap())
+        .start()
+        .await
+        .unwrap();
+    let at_start: Vec<i32> = proxy.brokers().iter().map(|b| b.node_id).collect();
+    assert_eq!(at_start, [1], "the upstream listed broker 1 only");
+    assert!(proxy.late_brokers().is_empty());
+
+    upstream.broker_up(2).await.unwrap();
+    let client = Client::connect(proxy.brokers()[0].addr).await.unwrap();
+    let answer = client.metadata(Some(&["orders"])).await.unwrap();
+    let late = proxy.late_brokers();
+    assert_eq!(late.iter().map(|b| b.node_id).collect::<Vec<_>>(), [2]);
+    let listed: Vec<(i32, String, i32)> = answer
+        .brokers
+        .iter()
+        .map(|b| (b.node_id.0, b.host.to_string(), b.port))
+        .collect();
+    let expected: Vec<(i32, String, i32)> = proxy
+        .brokers()
+        .iter()
+        .chain(&late)
+        .map(|b| (b.node_id, b.addr.ip().to_string(), i32::from(b.addr.port())))
+        .collect();
+    assert_eq!(listed, expected);
+
+    // Through the new listener to the partition broker 2 leads again.
+    let partition = (0..2)
+        .find(|p| upstream.leader("orders", *p) == Some(2))
+        .expect("broker 2 leads a partition again");
+    let to_late = Client::connect(late[0].addr).await.unwrap();
+    let produced = to_late
+        .produce("orders", partition, &[record(b"k", b"v")], -1)
+        .await
+        .unwrap();
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let journaled: Vec<(i32, i32)> = proxy
+        .journal()
+        .produce_batches()
+        .iter()
+        .map(|b| (b.entry.broker, b.batch.partition))
+        .collect();
+    assert_eq!(journaled, [(2, partition)]);
+
+    proxy.shutdown().await;
+    assert!(
+        tokio::net::TcpStream::connect(late[0].addr).await.is_err(),
+        "the late listener outlived the proxy"
+    );
+    upstream.shutdown().await;
+}
