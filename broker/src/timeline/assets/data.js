@@ -19,7 +19,7 @@ const PALETTE = {
 const S = {
   entries: [], bySeq: new Map(), ops: [], report: DATA.report, rows: [], lanes: new Map(),
   height: 0, t0: 0, t1: 1, tmin: 0, tmax: 1, selected: new Set(), violation: -1,
-  series: new Map(), seriesKey: '', dirty: true, seriesDirty: true, rebuiltAt: 0, rebuildCost: 0, live: DATA.mode === 'live', drag: null,
+  series: new Map(), seriesKey: '', dirty: true, seriesDirty: true, rebuiltAt: 0, rebuildCost: 0, checkCost: 0, live: DATA.mode === 'live', drag: null,
 };
 const canvas = $('timeline'), wrap = $('lanes-wrap'), spacer = $('spacer');
 const scanvas = $('series-canvas');

@@ -187,7 +187,9 @@ async function live() {
       S.t1 = S.tmax + span * 0.02; S.t0 = S.t1 - span;
     }
     redraw();
-    if (!checking) checking = setTimeout(() => check(headers).finally(() => { checking = null; }), 1000);
+    // Checks copy and read the whole journal: spaced by their measured cost, at least 1 s
+    // and ten times the last one's time apart.
+    if (!checking) checking = setTimeout(() => check(headers).finally(() => { checking = null; }), Math.max(1000, 10 * S.checkCost));
   }
 }
 function take(obj) {
@@ -195,9 +197,11 @@ function take(obj) {
   upsert(obj);
 }
 async function check(headers) {
+  const started = performance.now();
   const r = await fetch('check', { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json' }, body: '{}' });
   if (!r.ok) throw new Error('POST /check: ' + r.status + ' ' + (await r.text()));
   S.report = await r.json();
+  S.checkCost = performance.now() - started;
   listViolations();
   redraw();
 }
