@@ -38,7 +38,10 @@ const LAST_ERROR_CODE: i16 = 140;
 pub enum ReportError {
     /// The entries or the report did not serialize.
     #[error("report data: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(#[source] serde_json::Error),
+    /// The page could not be written to the writer it was given.
+    #[error("cannot write the report: {0}")]
+    Io(#[from] std::io::Error),
     /// The file could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -47,6 +50,17 @@ pub enum ReportError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+impl From<serde_json::Error> for ReportError {
+    /// An I/O failure met while serializing is the writer's ([`ReportError::Io`]).
+    fn from(e: serde_json::Error) -> Self {
+        if e.is_io() {
+            Self::Io(e.into())
+        } else {
+            Self::Json(e)
+        }
+    }
 }
 
 /// What the page is given: `mode` `"live"` (it reads the control API) or `"report"` (the
@@ -72,24 +86,54 @@ fn error_names() -> std::collections::BTreeMap<i16, String> {
         .collect()
 }
 
-/// Writes the page with `data` embedded. JSON holds `<` only inside strings, where `\u003c`
-/// means the same: no `</script>` can end the data early.
+/// The page's slots, each filled once where it stands in the template (so a title holding
+/// `{{DATA}}` is only text).
+const SLOTS: [&str; 4] = ["{{TITLE}}", "{{STYLE}}", "{{SCRIPT}}", "{{DATA}}"];
+
+/// Writes the page with `data` embedded, the template split once on all its slots. The JSON
+/// is streamed with `<` written as `\u003c` (the same inside a JSON string, and JSON holds
+/// `<` only there): no `</script>` can end the data early.
 fn render(out: &mut impl Write, data: &Data<'_>) -> Result<(), ReportError> {
-    let json = serde_json::to_string(data)?.replace('<', "\\u003c");
-    let page = PAGE
-        .replace("{{TITLE}}", &html_escape(data.title))
-        .replace("{{STYLE}}", STYLE)
-        .replace("{{SCRIPT}}", &SCRIPTS.concat());
-    let (head, tail) = page
-        .split_once("{{DATA}}")
-        .expect("the page has a {{DATA}} slot");
-    let write = |out: &mut dyn Write, s: &str| {
-        out.write_all(s.as_bytes())
-            .map_err(|e| serde_json::Error::io(e).into())
-    };
-    write(out, head)?;
-    write(out, &json)?;
-    write(out, tail)
+    let mut rest = PAGE;
+    while let Some((at, slot)) = SLOTS
+        .iter()
+        .filter_map(|slot| rest.find(slot).map(|at| (at, *slot)))
+        .min()
+    {
+        out.write_all(rest[..at].as_bytes())?;
+        match slot {
+            "{{TITLE}}" => out.write_all(html_escape(data.title).as_bytes())?,
+            "{{STYLE}}" => out.write_all(STYLE.as_bytes())?,
+            "{{SCRIPT}}" => {
+                for script in SCRIPTS {
+                    out.write_all(script.as_bytes())?;
+                }
+            }
+            _ => serde_json::to_writer(EscapeLt(&mut *out), data)?,
+        }
+        rest = &rest[at + slot.len()..];
+    }
+    out.write_all(rest.as_bytes())?;
+    Ok(())
+}
+
+/// A writer that passes bytes on with each `<` written as `\u003c`.
+struct EscapeLt<W>(W);
+
+impl<W: Write> Write for EscapeLt<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for (i, part) in buf.split(|&b| b == b'<').enumerate() {
+            if i > 0 {
+                self.0.write_all(b"\\u003c")?;
+            }
+            self.0.write_all(part)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 fn html_escape(s: &str) -> String {
@@ -121,7 +165,8 @@ pub fn live_page() -> String {
 /// dropped before (shown at the top).
 ///
 /// # Errors
-/// [`ReportError`] when it cannot be written to `out`.
+/// [`ReportError::Io`] when `out` refuses a write; [`ReportError::Json`] if the data does not
+/// serialize (not expected: entries and reports always do).
 pub fn write_report(
     out: &mut impl Write,
     title: &str,
@@ -143,7 +188,8 @@ pub fn write_report(
 /// [`write_report`] into the file at `path` (created or truncated).
 ///
 /// # Errors
-/// [`ReportError::Write`] when the file cannot be created or written.
+/// [`ReportError::Write`] when the file cannot be created or written; [`ReportError::Json`]
+/// as [`write_report`].
 pub fn write_report_file(
     path: &std::path::Path,
     title: &str,
@@ -158,9 +204,7 @@ pub fn write_report_file(
     let file = std::fs::File::create(path).map_err(failed)?;
     let mut out = std::io::BufWriter::new(file);
     match write_report(&mut out, title, entries, report, evicted) {
-        Err(ReportError::Json(e)) if e.is_io() => {
-            return Err(failed(std::io::Error::other(e.to_string())))
-        }
+        Err(ReportError::Io(e)) => return Err(failed(e)),
         other => other?,
     }
     out.flush().map_err(failed)
@@ -186,6 +230,35 @@ mod tests {
         assert!(html.contains(r#""client_id":"\u003c/script>\u003cb>""#));
         assert!(html.contains("<title>t&lt;i&gt;</title>"));
         assert_eq!(html.matches("</script>").count(), 2, "data and script only");
+    }
+
+    #[test]
+    fn slots_in_the_title_are_only_text() {
+        let mut out = Vec::new();
+        let title = "/tmp/{{DATA}}/{{SCRIPT}}/{{STYLE}}/{{TITLE}}.jsonl";
+        write_report(&mut out, title, &[], &Report::default(), 0).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        assert_eq!(html.matches(title).count(), 3, "<title>, <h1> and the data, as given");
+        assert_eq!(html.matches(r#"id="kmock-data">{"mode":"report""#).count(), 1);
+        assert_eq!(html.matches(SCRIPTS[0]).count(), 1);
+        assert_eq!(html.matches(STYLE).count(), 1);
+        let data_at = html.find(r#"id="kmock-data">"#).unwrap();
+        assert!(html[data_at..].contains(&format!(r#""title":"{title}""#)));
+    }
+
+    #[test]
+    fn a_failing_writer_is_an_io_error() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let err = write_report(&mut Full, "t", &[], &Report::default(), 0).unwrap_err();
+        assert!(matches!(err, ReportError::Io(_)), "{err:?}");
     }
 
     #[test]
