@@ -88,7 +88,17 @@ fn error_names() -> std::collections::BTreeMap<i16, String> {
 
 /// The page's slots, each filled once where it stands in the template (so a title holding
 /// `{{DATA}}` is only text).
-const SLOTS: [&str; 4] = ["{{TITLE}}", "{{STYLE}}", "{{SCRIPT}}", "{{DATA}}"];
+const SLOTS: [&str; 5] = ["{{CSP}}", "{{TITLE}}", "{{STYLE}}", "{{SCRIPT}}", "{{DATA}}"];
+
+/// The live page's `Content-Security-Policy` header: its own inline script and style, no
+/// other origin, only its control API to talk to, in no frame.
+pub const LIVE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; img-src data:; connect-src 'self'; frame-ancestors 'none'";
+
+/// A report's policy, in a `<meta>` (a file has no headers): as [`LIVE_CSP`] with no network
+/// at all (`frame-ancestors` is not honoured in a `<meta>`).
+const REPORT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; img-src data:; connect-src 'none'";
 
 /// Writes the page with `data` embedded, the template split once on all its slots. The JSON
 /// is streamed with `<` written as `\u003c` (the same inside a JSON string, and JSON holds
@@ -102,6 +112,11 @@ fn render(out: &mut impl Write, data: &Data<'_>) -> Result<(), ReportError> {
     {
         out.write_all(rest[..at].as_bytes())?;
         match slot {
+            "{{CSP}}" if data.mode == "report" => write!(
+                out,
+                r#"<meta http-equiv="Content-Security-Policy" content="{REPORT_CSP}">"#
+            )?,
+            "{{CSP}}" => {}
             "{{TITLE}}" => out.write_all(html_escape(data.title).as_bytes())?,
             "{{STYLE}}" => out.write_all(STYLE.as_bytes())?,
             "{{SCRIPT}}" => {
@@ -185,11 +200,13 @@ pub fn write_report(
     render(out, &data)
 }
 
-/// [`write_report`] into the file at `path` (created or truncated).
+/// [`write_report`] into the file at `path` (created or replaced): written to a temporary
+/// file beside it (`.NAME.PID.tmp`), then renamed over it, so a failed write leaves no
+/// half page and an earlier report stays whole.
 ///
 /// # Errors
-/// [`ReportError::Write`] when the file cannot be created or written; [`ReportError::Json`]
-/// as [`write_report`].
+/// [`ReportError::Write`] when the file cannot be created, written or renamed;
+/// [`ReportError::Json`] as [`write_report`].
 pub fn write_report_file(
     path: &std::path::Path,
     title: &str,
@@ -201,13 +218,43 @@ pub fn write_report_file(
         path: path.to_owned(),
         source,
     };
-    let file = std::fs::File::create(path).map_err(failed)?;
-    let mut out = std::io::BufWriter::new(file);
-    match write_report(&mut out, title, entries, report, evicted) {
-        Err(ReportError::Io(e)) => return Err(failed(e)),
-        other => other?,
+    let temp = temp_path(path);
+    let written = (|| {
+        let file = std::fs::File::create(&temp).map_err(failed)?;
+        let mut out = std::io::BufWriter::new(file);
+        match write_report(&mut out, title, entries, report, evicted) {
+            Err(ReportError::Io(e)) => return Err(failed(e)),
+            other => other?,
+        }
+        out.flush().map_err(failed)?;
+        std::fs::rename(&temp, path).map_err(failed)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp); // nothing more to do if it is gone already
     }
-    out.flush().map_err(failed)
+    written
+}
+
+/// Whether a report can be written at `path` later: creates the temporary file
+/// [`write_report_file`] would write and removes it (`path` itself is not touched). For a
+/// start-up check, before a run whose report would otherwise be lost at its end.
+///
+/// # Errors
+/// [`ReportError::Write`] when the file cannot be created in `path`'s directory.
+pub fn check_writable(path: &std::path::Path) -> Result<(), ReportError> {
+    let temp = temp_path(path);
+    std::fs::File::create(&temp).map_err(|source| ReportError::Write {
+        path: path.to_owned(),
+        source,
+    })?;
+    let _ = std::fs::remove_file(&temp); // created just now: removing it cannot matter
+    Ok(())
+}
+
+/// `.NAME.PID.tmp` beside `path`.
+fn temp_path(path: &std::path::Path) -> std::path::PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 #[cfg(test)]
@@ -229,6 +276,7 @@ mod tests {
         assert!(!html.contains("</script><b>"), "unescaped");
         assert!(html.contains(r#""client_id":"\u003c/script>\u003cb>""#));
         assert!(html.contains("<title>t&lt;i&gt;</title>"));
+        assert!(html.contains(r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'">"#));
         assert_eq!(html.matches("</script>").count(), 2, "data and script only");
     }
 
