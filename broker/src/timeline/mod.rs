@@ -88,7 +88,13 @@ fn error_names() -> std::collections::BTreeMap<i16, String> {
 
 /// The page's slots, each filled once where it stands in the template (so a title holding
 /// `{{DATA}}` is only text).
-const SLOTS: [&str; 5] = ["{{CSP}}", "{{TITLE}}", "{{STYLE}}", "{{SCRIPT}}", "{{DATA}}"];
+const SLOTS: [&str; 5] = [
+    "{{CSP}}",
+    "{{TITLE}}",
+    "{{STYLE}}",
+    "{{SCRIPT}}",
+    "{{DATA}}",
+];
 
 /// The live page's `Content-Security-Policy` header: its own inline script and style, no
 /// other origin, only its control API to talk to, in no frame.
@@ -286,8 +292,15 @@ mod tests {
         let title = "/tmp/{{DATA}}/{{SCRIPT}}/{{STYLE}}/{{TITLE}}.jsonl";
         write_report(&mut out, title, &[], &Report::default(), 0).unwrap();
         let html = String::from_utf8(out).unwrap();
-        assert_eq!(html.matches(title).count(), 3, "<title>, <h1> and the data, as given");
-        assert_eq!(html.matches(r#"id="kmock-data">{"mode":"report""#).count(), 1);
+        assert_eq!(
+            html.matches(title).count(),
+            3,
+            "<title>, <h1> and the data, as given"
+        );
+        assert_eq!(
+            html.matches(r#"id="kmock-data">{"mode":"report""#).count(),
+            1
+        );
         assert_eq!(html.matches(SCRIPTS[0]).count(), 1);
         assert_eq!(html.matches(STYLE).count(), 1);
         let data_at = html.find(r#"id="kmock-data">"#).unwrap();

@@ -14,9 +14,7 @@ pub(crate) struct ReportArgs {
 /// an output that is the journal.
 /// (Violations are shown in the report, not in the exit status: `kmock check` gives that.)
 pub(crate) fn report(args: &ReportArgs) -> i32 {
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
-    };
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
     if same(&args.journal, &args.output) {
         eprintln!(
             "kmock report: {}: the output is the journal itself (give another -o)",
