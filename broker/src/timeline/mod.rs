@@ -116,7 +116,7 @@ fn render(out: &mut impl Write, data: &Data<'_>) -> Result<(), ReportError> {
         .filter_map(|slot| rest.find(slot).map(|at| (at, *slot)))
         .min()
     {
-        out.write_all(rest[..at].as_bytes())?;
+        out.write_all(&rest.as_bytes()[..at])?;
         match slot {
             "{{CSP}}" if data.mode == "report" => write!(
                 out,
@@ -246,8 +246,15 @@ pub fn write_report_file(
 /// start-up check, before a run whose report would otherwise be lost at its end.
 ///
 /// # Errors
-/// [`ReportError::Write`] when the file cannot be created in `path`'s directory.
+/// [`ReportError::Write`] when `path` is a directory or the file cannot be created in its
+/// directory.
 pub fn check_writable(path: &std::path::Path) -> Result<(), ReportError> {
+    if path.is_dir() {
+        return Err(ReportError::Write {
+            path: path.to_owned(),
+            source: std::io::Error::other("a directory, not a file"),
+        });
+    }
     let temp = temp_path(path);
     std::fs::File::create(&temp).map_err(|source| ReportError::Write {
         path: path.to_owned(),
@@ -289,7 +296,7 @@ mod tests {
     #[test]
     fn slots_in_the_title_are_only_text() {
         let mut out = Vec::new();
-        let title = "/tmp/{{DATA}}/{{SCRIPT}}/{{STYLE}}/{{TITLE}}.jsonl";
+        let title = "/tmp/{{DATA}}/{{SCRIPT}}/{{STYLE}}/{{CSP}}/{{TITLE}}.jsonl";
         write_report(&mut out, title, &[], &Report::default(), 0).unwrap();
         let html = String::from_utf8(out).unwrap();
         assert_eq!(
