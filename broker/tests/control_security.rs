@@ -204,6 +204,18 @@ async fn the_timeline_page_needs_no_token_but_its_data_does() {
         );
         assert!(!page.body.contains("s3cret"), "the page holds the token");
     }
+    // Its policy: its own inline script and style, this API only, in no frame.
+    let out = std::process::Command::new(common::CURL)
+        .args(["-sS", "-o", "/dev/null", "-D", "-"])
+        .arg(format!("{}/ui", server.control))
+        .output()
+        .expect("curl runs");
+    let head = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    assert!(
+        head.contains("\r\ncontent-security-policy: default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; frame-ancestors 'none'\r\n"),
+        "{head}"
+    );
+    assert!(head.contains("\r\nx-frame-options: deny\r\n"), "{head}");
     call(&server, "GET", "/journal", &[], None).expect(401);
     call(&server, "POST", "/ui", &[], None).expect(401);
     let foreign = ["Origin: http://evil.example"];

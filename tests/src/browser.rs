@@ -100,6 +100,8 @@ pub async fn view(
         .current_dir(&dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        // Its own process group, so the hang guard can end Chromium with node.
+        .process_group(0)
         .kill_on_drop(true);
     if steps.more {
         command.arg("--await-more");
@@ -113,6 +115,7 @@ pub async fn view(
     let mut child = command
         .spawn()
         .context("starting node (Node.js must be on PATH)")?;
+    let group = child.id().context("node exited at once")?;
     let stdout = child.stdout.take().context("no stdout")?;
     let stderr = child.stderr.take().context("no stderr")?;
     let errors = tokio::spawn(async move {
@@ -137,9 +140,14 @@ pub async fn view(
         let status = child.wait().await?;
         anyhow::Ok((status, printed))
     };
-    let (status, printed) = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .context("browse.mjs ran for 5 minutes")??;
+    let Ok(ran) = tokio::time::timeout(Duration::from_secs(300), run).await else {
+        // Node and the Chromium it started: the whole group, none left orphaned.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{group}")])
+            .status();
+        anyhow::bail!("browse.mjs ran for 5 minutes (its process group {group} killed)");
+    };
+    let (status, printed) = ran?;
     let stderr = errors.await.unwrap_or_default();
     let stdout = printed.join("\n");
     ensure!(

@@ -229,9 +229,10 @@ async fn sarama_v1_43_2_race_in_the_timeline_report() -> Result<()> {
     let url = browser::file_url(&path)?;
     let view = browser::view(&url, &shots, "sarama-commit-race", steps, async { Ok(()) }).await?;
     ensure!(
-        view.console_errors.is_empty(),
-        "console errors {:?}",
-        view.console_errors
+        view.console_errors.is_empty() && view.requests_failed.is_empty(),
+        "console errors {:?}, failed requests {:?}",
+        view.console_errors,
+        view.requests_failed
     );
     let mut conns: Vec<u64> = journal
         .entries()

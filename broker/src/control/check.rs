@@ -35,6 +35,10 @@ struct Request {
 
 /// `POST /check`: the report, in the JSON of `kmock check --format json` (`checks`,
 /// `violations`, `skipped`), with 200 whether or not there are violations.
+///
+/// The checks copy the whole journal and read every entry, so they run on tokio's blocking
+/// pool (`spawn_blocking`): a live timeline page polling a large journal does not hold a
+/// worker thread the brokers' connections need. 500 if a check panicked.
 pub(crate) async fn run(
     State(control): State<Control>,
     headers: HeaderMap,
@@ -59,5 +63,9 @@ pub(crate) async fn run(
         checks = checks.stuck_for(window);
     }
     control.cluster.settled().await;
-    Ok(Json(control.cluster.check(&checks)))
+    let cluster = control.cluster.clone();
+    let report = tokio::task::spawn_blocking(move || cluster.check(&checks))
+        .await
+        .map_err(|e| ApiError::internal(format!("the checks did not finish: {e}")))?;
+    Ok(Json(report))
 }

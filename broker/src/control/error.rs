@@ -1,4 +1,4 @@
-//! Errors of the control API: `{"error": "…"}` with a 4xx status.
+//! Errors of the control API: `{"error": "…"}` with a 4xx (or, rarely, 500) status.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -48,6 +48,11 @@ impl ApiError {
     /// 415: a body that is neither JSON nor YAML.
     pub fn unsupported_media_type(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message)
+    }
+
+    /// 500: the request could not be answered (a check that panicked on a blocking thread).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
 
     fn new(status: StatusCode, message: impl Into<String>) -> Self {

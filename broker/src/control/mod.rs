@@ -212,9 +212,17 @@ fn routes(control: Control) -> Router {
 
 /// `GET /ui` and `GET /`: the live timeline page. It holds no data (it reads the journal and
 /// the checks from this API), so it is served without the token, which the page takes from
-/// its address (`/ui#token=…`).
-async fn ui() -> axum::response::Html<String> {
-    axum::response::Html(crate::timeline::live_page())
+/// its address (`/ui#token=…`). Served with [`crate::timeline::LIVE_CSP`] and
+/// `X-Frame-Options: DENY`.
+async fn ui() -> impl axum::response::IntoResponse {
+    use axum::http::header;
+    (
+        [
+            (header::CONTENT_SECURITY_POLICY, crate::timeline::LIVE_CSP),
+            (header::X_FRAME_OPTIONS, "DENY"),
+        ],
+        axum::response::Html(crate::timeline::live_page()),
+    )
 }
 
 /// `GET /health`: `{"status": "ok", "bootstrap": "host:port,…", "brokers": [{"node_id",

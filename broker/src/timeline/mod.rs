@@ -38,7 +38,10 @@ const LAST_ERROR_CODE: i16 = 140;
 pub enum ReportError {
     /// The entries or the report did not serialize.
     #[error("report data: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(#[source] serde_json::Error),
+    /// The page could not be written to the writer it was given.
+    #[error("cannot write the report: {0}")]
+    Io(#[from] std::io::Error),
     /// The file could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -47,6 +50,17 @@ pub enum ReportError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+impl From<serde_json::Error> for ReportError {
+    /// An I/O failure met while serializing is the writer's ([`ReportError::Io`]).
+    fn from(e: serde_json::Error) -> Self {
+        if e.is_io() {
+            Self::Io(e.into())
+        } else {
+            Self::Json(e)
+        }
+    }
 }
 
 /// What the page is given: `mode` `"live"` (it reads the control API) or `"report"` (the
@@ -72,24 +86,75 @@ fn error_names() -> std::collections::BTreeMap<i16, String> {
         .collect()
 }
 
-/// Writes the page with `data` embedded. JSON holds `<` only inside strings, where `\u003c`
-/// means the same: no `</script>` can end the data early.
+/// The page's slots, each filled once where it stands in the template (so a title holding
+/// `{{DATA}}` is only text).
+const SLOTS: [&str; 5] = [
+    "{{CSP}}",
+    "{{TITLE}}",
+    "{{STYLE}}",
+    "{{SCRIPT}}",
+    "{{DATA}}",
+];
+
+/// The live page's `Content-Security-Policy` header: its own inline script and style, no
+/// other origin, only its control API to talk to, in no frame.
+pub const LIVE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; img-src data:; connect-src 'self'; frame-ancestors 'none'";
+
+/// A report's policy, in a `<meta>` (a file has no headers): as [`LIVE_CSP`] with no network
+/// at all (`frame-ancestors` is not honoured in a `<meta>`).
+const REPORT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; img-src data:; connect-src 'none'";
+
+/// Writes the page with `data` embedded, the template split once on all its slots. The JSON
+/// is streamed with `<` written as `\u003c` (the same inside a JSON string, and JSON holds
+/// `<` only there): no `</script>` can end the data early.
 fn render(out: &mut impl Write, data: &Data<'_>) -> Result<(), ReportError> {
-    let json = serde_json::to_string(data)?.replace('<', "\\u003c");
-    let page = PAGE
-        .replace("{{TITLE}}", &html_escape(data.title))
-        .replace("{{STYLE}}", STYLE)
-        .replace("{{SCRIPT}}", &SCRIPTS.concat());
-    let (head, tail) = page
-        .split_once("{{DATA}}")
-        .expect("the page has a {{DATA}} slot");
-    let write = |out: &mut dyn Write, s: &str| {
-        out.write_all(s.as_bytes())
-            .map_err(|e| serde_json::Error::io(e).into())
-    };
-    write(out, head)?;
-    write(out, &json)?;
-    write(out, tail)
+    let mut rest = PAGE;
+    while let Some((at, slot)) = SLOTS
+        .iter()
+        .filter_map(|slot| rest.find(slot).map(|at| (at, *slot)))
+        .min()
+    {
+        out.write_all(&rest.as_bytes()[..at])?;
+        match slot {
+            "{{CSP}}" if data.mode == "report" => write!(
+                out,
+                r#"<meta http-equiv="Content-Security-Policy" content="{REPORT_CSP}">"#
+            )?,
+            "{{CSP}}" => {}
+            "{{TITLE}}" => out.write_all(html_escape(data.title).as_bytes())?,
+            "{{STYLE}}" => out.write_all(STYLE.as_bytes())?,
+            "{{SCRIPT}}" => {
+                for script in SCRIPTS {
+                    out.write_all(script.as_bytes())?;
+                }
+            }
+            _ => serde_json::to_writer(EscapeLt(&mut *out), data)?,
+        }
+        rest = &rest[at + slot.len()..];
+    }
+    out.write_all(rest.as_bytes())?;
+    Ok(())
+}
+
+/// A writer that passes bytes on with each `<` written as `\u003c`.
+struct EscapeLt<W>(W);
+
+impl<W: Write> Write for EscapeLt<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for (i, part) in buf.split(|&b| b == b'<').enumerate() {
+            if i > 0 {
+                self.0.write_all(b"\\u003c")?;
+            }
+            self.0.write_all(part)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 fn html_escape(s: &str) -> String {
@@ -121,7 +186,8 @@ pub fn live_page() -> String {
 /// dropped before (shown at the top).
 ///
 /// # Errors
-/// [`ReportError`] when it cannot be written to `out`.
+/// [`ReportError::Io`] when `out` refuses a write; [`ReportError::Json`] if the data does not
+/// serialize (not expected: entries and reports always do).
 pub fn write_report(
     out: &mut impl Write,
     title: &str,
@@ -140,10 +206,13 @@ pub fn write_report(
     render(out, &data)
 }
 
-/// [`write_report`] into the file at `path` (created or truncated).
+/// [`write_report`] into the file at `path` (created or replaced): written to a temporary
+/// file beside it (`.NAME.PID.tmp`), then renamed over it, so a failed write leaves no
+/// half page and an earlier report stays whole.
 ///
 /// # Errors
-/// [`ReportError::Write`] when the file cannot be created or written.
+/// [`ReportError::Write`] when the file cannot be created, written or renamed;
+/// [`ReportError::Json`] as [`write_report`].
 pub fn write_report_file(
     path: &std::path::Path,
     title: &str,
@@ -155,15 +224,50 @@ pub fn write_report_file(
         path: path.to_owned(),
         source,
     };
-    let file = std::fs::File::create(path).map_err(failed)?;
-    let mut out = std::io::BufWriter::new(file);
-    match write_report(&mut out, title, entries, report, evicted) {
-        Err(ReportError::Json(e)) if e.is_io() => {
-            return Err(failed(std::io::Error::other(e.to_string())))
+    let temp = temp_path(path);
+    let written = (|| {
+        let file = std::fs::File::create(&temp).map_err(failed)?;
+        let mut out = std::io::BufWriter::new(file);
+        match write_report(&mut out, title, entries, report, evicted) {
+            Err(ReportError::Io(e)) => return Err(failed(e)),
+            other => other?,
         }
-        other => other?,
+        out.flush().map_err(failed)?;
+        std::fs::rename(&temp, path).map_err(failed)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp); // nothing more to do if it is gone already
     }
-    out.flush().map_err(failed)
+    written
+}
+
+/// Whether a report can be written at `path` later: creates the temporary file
+/// [`write_report_file`] would write and removes it (`path` itself is not touched). For a
+/// start-up check, before a run whose report would otherwise be lost at its end.
+///
+/// # Errors
+/// [`ReportError::Write`] when `path` is a directory or the file cannot be created in its
+/// directory.
+pub fn check_writable(path: &std::path::Path) -> Result<(), ReportError> {
+    if path.is_dir() {
+        return Err(ReportError::Write {
+            path: path.to_owned(),
+            source: std::io::Error::other("a directory, not a file"),
+        });
+    }
+    let temp = temp_path(path);
+    std::fs::File::create(&temp).map_err(|source| ReportError::Write {
+        path: path.to_owned(),
+        source,
+    })?;
+    let _ = std::fs::remove_file(&temp); // created just now: removing it cannot matter
+    Ok(())
+}
+
+/// `.NAME.PID.tmp` beside `path`.
+fn temp_path(path: &std::path::Path) -> std::path::PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 #[cfg(test)]
@@ -185,7 +289,44 @@ mod tests {
         assert!(!html.contains("</script><b>"), "unescaped");
         assert!(html.contains(r#""client_id":"\u003c/script>\u003cb>""#));
         assert!(html.contains("<title>t&lt;i&gt;</title>"));
+        assert!(html.contains(r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'">"#));
         assert_eq!(html.matches("</script>").count(), 2, "data and script only");
+    }
+
+    #[test]
+    fn slots_in_the_title_are_only_text() {
+        let mut out = Vec::new();
+        let title = "/tmp/{{DATA}}/{{SCRIPT}}/{{STYLE}}/{{CSP}}/{{TITLE}}.jsonl";
+        write_report(&mut out, title, &[], &Report::default(), 0).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        assert_eq!(
+            html.matches(title).count(),
+            3,
+            "<title>, <h1> and the data, as given"
+        );
+        assert_eq!(
+            html.matches(r#"id="kmock-data">{"mode":"report""#).count(),
+            1
+        );
+        assert_eq!(html.matches(SCRIPTS[0]).count(), 1);
+        assert_eq!(html.matches(STYLE).count(), 1);
+        let data_at = html.find(r#"id="kmock-data">"#).unwrap();
+        assert!(html[data_at..].contains(&format!(r#""title":"{title}""#)));
+    }
+
+    #[test]
+    fn a_failing_writer_is_an_io_error() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let err = write_report(&mut Full, "t", &[], &Report::default(), 0).unwrap_err();
+        assert!(matches!(err, ReportError::Io(_)), "{err:?}");
     }
 
     #[test]

@@ -399,17 +399,23 @@ impl Write for SharedBuffer {
     }
 }
 
-/// A journal file under the temp directory with a name no other test (or run) uses, removed
-/// when dropped.
+/// A journal file (or, with [`JournalFile::with_extension`], any file) under the temp
+/// directory with a name no other test (or run) uses, removed when dropped.
 pub struct JournalFile(PathBuf);
 
 impl JournalFile {
+    /// `kmock-journal-TEST-PID-NANOS.jsonl`.
     pub fn new(test: &str) -> JournalFile {
+        JournalFile::with_extension(test, "jsonl")
+    }
+
+    /// `kmock-journal-TEST-PID-NANOS.EXT` (e.g. `html` for a report).
+    pub fn with_extension(test: &str, ext: &str) -> JournalFile {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         JournalFile(std::env::temp_dir().join(format!(
-            "kmock-journal-{test}-{}-{nanos}.jsonl",
+            "kmock-journal-{test}-{}-{nanos}.{ext}",
             std::process::id()
         )))
     }

@@ -10,9 +10,18 @@ pub(crate) struct ReportArgs {
     output: std::path::PathBuf,
 }
 
-/// Writes the report; the exit status: 0 written, 2 unreadable journal or unwritable output.
+/// Writes the report; the exit status: 0 written, 2 unreadable journal, unwritable output or
+/// an output that is the journal.
 /// (Violations are shown in the report, not in the exit status: `kmock check` gives that.)
 pub(crate) fn report(args: &ReportArgs) -> i32 {
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    if same(&args.journal, &args.output) {
+        eprintln!(
+            "kmock report: {}: the output is the journal itself (give another -o)",
+            args.output.display()
+        );
+        return 2;
+    }
     let entries = std::fs::File::open(&args.journal)
         .map_err(|e| e.to_string())
         .and_then(|f| {

@@ -224,6 +224,10 @@ pub(crate) async fn run(
             .with_context(|| format!("cannot create journal file {}", path.display()))?;
         builder = builder.journal_jsonl(std::io::BufWriter::new(file));
     }
+    if let Some(path) = &args.report {
+        // Found out now, not after the run whose report it is.
+        kmock::timeline::check_writable(path).context("--report")?;
+    }
     if let Some(bytes) = args.journal_max_bytes {
         builder = builder.journal_max_bytes(bytes);
     }

@@ -19,7 +19,7 @@ const PALETTE = {
 const S = {
   entries: [], bySeq: new Map(), ops: [], report: DATA.report, rows: [], lanes: new Map(),
   height: 0, t0: 0, t1: 1, tmin: 0, tmax: 1, selected: new Set(), violation: -1,
-  series: new Map(), seriesKey: '', dirty: true, seriesDirty: true, rebuiltAt: 0, rebuildCost: 0, live: DATA.mode === 'live', drag: null,
+  series: new Map(), seriesKey: '', dirty: true, seriesDirty: true, rebuiltAt: 0, rebuildCost: 0, checkCost: 0, live: DATA.mode === 'live', drag: null,
 };
 const canvas = $('timeline'), wrap = $('lanes-wrap'), spacer = $('spacer');
 const scanvas = $('series-canvas');
@@ -111,13 +111,17 @@ function rebuild() {
     if (!matches(e, f)) continue;
     let lane = lanes.get(e.conn);
     if (!lane) {
-      lane = { conn: e.conn, broker: e.broker, client: e.client_id || '', peer: e.peer, items: [], longest: 0 };
+      lane = { conn: e.conn, broker: e.broker, client: e.client_id || '', peer: e.peer, items: [], longest: 0, open: Infinity };
       lanes.set(e.conn, lane);
     }
     if (!lane.client && e.client_id) lane.client = e.client_id;
     lane.items.push(e);
     e.$lane = lane;
-    lane.longest = Math.max(lane.longest, (end(e) || tmax) - e.at_us);
+    // Answered bars by their length; an unanswered one reaches S.tmax, which grows after
+    // this (the running tmax here, and live entries later): its arrival is kept instead.
+    const stop = end(e);
+    if (stop === null) lane.open = Math.min(lane.open, e.at_us);
+    else lane.longest = Math.max(lane.longest, stop - e.at_us);
   }
   if (!isFinite(tmin)) { tmin = 0; tmax = 1; }
   S.tmin = tmin; S.tmax = Math.max(tmax, tmin + 1);

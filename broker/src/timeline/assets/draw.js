@@ -121,9 +121,10 @@ function draw() {
 
 function drawItems(ctx, lane, y) {
   const items = lane.items;
-  // First item that may reach into view: arrivals are sorted, bars last at most `longest`.
+  // First item that may reach into view: arrivals are sorted, answered bars last at most
+  // `longest`, unanswered ones (the first arrived at `open`) reach the end.
   let lo = 0, hi = items.length;
-  const from = S.t0 - lane.longest;
+  const from = Math.min(S.t0 - lane.longest, lane.open);
   while (lo < hi) { const m = (lo + hi) >> 1; if (items[m].at_us < from) lo = m + 1; else hi = m; }
   const W = canvas.clientWidth;
   let lastX = -1;

@@ -160,9 +160,19 @@ $('fit').addEventListener('click', () => { if (S.dirty) rebuild(); fit(); });
 // ---- live: the control API ----
 async function live() {
   $('follow-label').hidden = false;
-  const token = new URLSearchParams(location.hash.slice(1)).get('token');
+  // The token as typed after '#token=' (to the end: a token may hold '&' or '+'), only
+  // percent-decoded; then out of the address bar, history and bookmarks.
+  const raw = /(?:^#|&)token=(.*)$/.exec(location.hash);
+  let token = null;
+  if (raw) {
+    try { token = decodeURIComponent(raw[1]); } catch (_) { token = raw[1]; }
+    history.replaceState(null, '', location.pathname);
+  }
   const headers = token ? { Authorization: 'Bearer ' + token } : {};
-  const refused = async (r) => { throw new Error(r.status + ' ' + (await r.text())); };
+  const refused = async (r) => {
+    const hint = r.status === 401 ? ' (open /ui#token=TOKEN, TOKEN the --control-token kmock was started with)' : '';
+    throw new Error(r.status + ' ' + (await r.text()) + hint);
+  };
   // The stream first: what completes after it starts comes through it, what completed
   // before is in the listing read next.
   const stream = await fetch('journal/stream', { headers });
@@ -187,7 +197,9 @@ async function live() {
       S.t1 = S.tmax + span * 0.02; S.t0 = S.t1 - span;
     }
     redraw();
-    if (!checking) checking = setTimeout(() => check(headers).finally(() => { checking = null; }), 1000);
+    // Checks copy and read the whole journal: spaced by their measured cost, at least 1 s
+    // and ten times the last one's time apart.
+    if (!checking) checking = setTimeout(() => check(headers).finally(() => { checking = null; }), Math.max(1000, 10 * S.checkCost));
   }
 }
 function take(obj) {
@@ -195,9 +207,11 @@ function take(obj) {
   upsert(obj);
 }
 async function check(headers) {
+  const started = performance.now();
   const r = await fetch('check', { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json' }, body: '{}' });
   if (!r.ok) throw new Error('POST /check: ' + r.status + ' ' + (await r.text()));
   S.report = await r.json();
+  S.checkCost = performance.now() - started;
   listViolations();
   redraw();
 }
