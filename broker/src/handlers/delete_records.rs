@@ -18,6 +18,9 @@
 //! `timeout_ms`); kmock's followers catch up at once, so it answers at once. Kafka answers
 //! topics and partitions in hash-map order, kmock in request order.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
@@ -38,22 +41,26 @@ pub fn handle(
     request: DeleteRecordsRequest,
     _version: i16,
 ) -> DeleteRecordsResponse {
-    // Kafka's map of partition to offset: the last offset given for a partition wins.
+    // Kafka's map of partition to offset: the last offset given for a partition wins. A map
+    // (kept in request order by `asked`), so that n partitions cost n steps, not n².
     let mut asked: Vec<(&str, i32, i64)> = Vec::new();
+    let mut at: HashMap<(&str, i32), usize> = HashMap::new();
     for t in &request.topics {
+        let name = t.name.0.as_str();
         for p in &t.partitions {
-            let name = t.name.0.as_str();
-            match asked
-                .iter_mut()
-                .find(|(n, i, _)| *n == name && *i == p.partition_index)
-            {
-                Some(entry) => entry.2 = p.offset,
-                None => asked.push((name, p.partition_index, p.offset)),
+            match at.entry((name, p.partition_index)) {
+                Entry::Occupied(e) => asked[*e.get()].2 = p.offset,
+                Entry::Vacant(e) => {
+                    e.insert(asked.len());
+                    asked.push((name, p.partition_index, p.offset));
+                }
             }
         }
     }
+    drop(at);
     let mut state = ctx.shared.state();
     let mut topics: Vec<DeleteRecordsTopicResult> = Vec::new();
+    let mut topic_at: HashMap<&str, usize> = HashMap::new();
     for (name, index, offset) in asked {
         let result = match delete(ctx, &mut state, name, index, offset) {
             Ok(low_watermark) => DeleteRecordsPartitionResult::default()
@@ -67,13 +74,16 @@ pub fn handle(
                     .with_error_code(error.code())
             }
         };
-        match topics.iter_mut().find(|t| t.name.0.as_str() == name) {
-            Some(t) => t.partitions.push(result),
-            None => topics.push(
-                DeleteRecordsTopicResult::default()
-                    .with_name(super::topic_name(name))
-                    .with_partitions(vec![result]),
-            ),
+        match topic_at.entry(name) {
+            Entry::Occupied(e) => topics[*e.get()].partitions.push(result),
+            Entry::Vacant(e) => {
+                e.insert(topics.len());
+                topics.push(
+                    DeleteRecordsTopicResult::default()
+                        .with_name(super::topic_name(name))
+                        .with_partitions(vec![result]),
+                );
+            }
         }
     }
     DeleteRecordsResponse::default().with_topics(topics)
