@@ -14,6 +14,8 @@
 //! Deviations from Apache Kafka: reassignments complete at once (ListPartitionReassignments
 //! never lists one), where Kafka copies the log to the added replicas first.
 
+use std::collections::BTreeSet;
+
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
@@ -36,21 +38,44 @@ pub fn handle(
     version: i16,
 ) -> AlterPartitionReassignmentsResponse {
     let allow_change = version < 1 || request.allow_replication_factor_change;
-    let mut state = ctx.shared.state();
-    let responses = request
+    // The replica lists, before the lock; one longer than the brokers repeats a broker or names
+    // an unknown one, refused here with Kafka's answer (its sort is the request's size).
+    let nodes = ctx.shared.state().nodes.clone();
+    let asked: Vec<Vec<Asked>> = request
         .topics
         .iter()
         .map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| {
+                    let replicas: Vec<i32> = p.replicas.as_ref()?.iter().map(|b| b.0).collect();
+                    if replicas.len() > nodes.len() {
+                        if let Err(e) =
+                            check_manual_assignment(&nodes, &BTreeSet::new(), &replicas, None)
+                        {
+                            return Some(Err((e.error, e.message)));
+                        }
+                    }
+                    Some(Ok(replicas))
+                })
+                .collect()
+        })
+        .collect();
+    let mut state = ctx.shared.state();
+    let down = state.down.clone();
+    let responses = request
+        .topics
+        .iter()
+        .zip(asked)
+        .map(|(t, asked)| {
             let partitions = t
                 .partitions
                 .iter()
-                .map(|p| {
-                    let replicas = p
-                        .replicas
-                        .as_ref()
-                        .map(|r| r.iter().map(|b| b.0).collect::<Vec<i32>>());
+                .zip(asked)
+                .map(|(p, replicas)| {
                     let moved = reassign(
                         &mut state,
+                        (&nodes, &down),
                         &t.name.0,
                         p.partition_index,
                         replicas,
@@ -78,21 +103,26 @@ pub fn handle(
         .with_responses(responses)
 }
 
+/// A partition's new replica list: none (cancel), or the list or its refusal.
+type Asked = Option<Result<Vec<i32>, Refusal>>;
+
+type Refusal = (ResponseError, String);
+
+/// Moves `topic`-`index` to `replicas`; the brokers and those down.
 fn reassign(
     state: &mut ClusterState,
+    (nodes, down): (&[i32], &BTreeSet<i32>),
     topic: &str,
     index: i32,
-    replicas: Option<Vec<i32>>,
+    replicas: Asked,
     allow_change: bool,
-) -> Result<(), (ResponseError, String)> {
+) -> Result<(), Refusal> {
     let unknown = || {
         (
             ResponseError::UnknownTopicOrPartition,
             format!("Unable to find partition {topic}:{index}."),
         )
     };
-    let nodes = state.nodes.clone();
-    let down = state.down.clone();
     let partition = state
         .topics
         .get_mut(topic)
@@ -105,7 +135,8 @@ fn reassign(
             format!("No ongoing reassignment for {topic}:{index}."),
         ));
     };
-    check_manual_assignment(&nodes, &down, &replicas, None).map_err(|e| (e.error, e.message))?;
+    let replicas = replicas?;
+    check_manual_assignment(nodes, down, &replicas, None).map_err(|e| (e.error, e.message))?;
     if !allow_change && replicas.len() != partition.replicas.len() {
         return Err((
             ResponseError::InvalidReplicationFactor,

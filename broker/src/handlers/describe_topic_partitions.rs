@@ -57,6 +57,13 @@ pub fn handle(
         .as_ref()
         .map(|c| (c.topic_name.0.to_string(), c.partition_index));
     let from = cursor.as_ref().map_or("", |(t, _)| t.as_str()).to_owned();
+    // The names asked for, sorted before the lock is taken (n log n for a request of n names).
+    let asked: BTreeSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|n| n.as_str() >= from.as_str())
+        .collect();
     let state = ctx.shared.state();
     let names: BTreeSet<String> = if every {
         state
@@ -66,12 +73,7 @@ pub fn handle(
             .cloned()
             .collect()
     } else {
-        request
-            .topics
-            .iter()
-            .map(|t| t.name.0.to_string())
-            .filter(|n| n.as_str() >= from.as_str())
-            .collect()
+        asked
     };
     let cursor_missing = !every && cursor.as_ref().is_some_and(|(t, _)| !names.contains(t));
     if cursor_missing || cursor.as_ref().is_some_and(|(_, p)| *p < 0) {
