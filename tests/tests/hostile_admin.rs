@@ -1,0 +1,138 @@
+//! One admin request the size of a hostile client cannot hold the cluster's state for minutes:
+//! work linear in the request, not quadratic. An IncrementalAlterConfigs APPEND of a million
+//! `cleanup.policy` items and a DeleteRecords naming a million partitions are answered as
+//! Kafka answers them, and another connection is served meanwhile. Times are printed, never
+//! asserted; only a hang fails (the old code took hours for these sizes).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use common::{code_is, name, same, text};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, IncrementalAlterConfigsRequest};
+use kafka_protocol::protocol::Request;
+use kafka_protocol::ResponseError;
+use kmock::Cluster;
+use kmock_client::Client;
+
+/// Only catches a hang; no speed is asserted.
+const HANG_GUARD: Duration = Duration::from_secs(180);
+
+/// Items or partitions in one hostile request.
+const MILLION: usize = 1_000_000;
+
+/// IncrementalAlterConfigs' APPEND operation.
+const APPEND: i8 = 2;
+
+/// Sends `request` from client "big" and, once the journal shows it arrived, a Metadata from
+/// another connection; the big answer, after printing how long each took.
+async fn with_bystander<R>(cluster: &Cluster, request: R, version: i16) -> Result<R::Response>
+where
+    R: Request + Send + 'static,
+    R::Response: Send + 'static,
+{
+    let addr = cluster.brokers()[0].addr;
+    let big = Client::connect_with_client_id(addr, "big").await?;
+    let bystander = Client::connect_with_client_id(addr, "bystander").await?;
+    let started = Instant::now();
+    let big_answer = tokio::spawn(async move { big.send(request, version).await });
+    cluster
+        .wait_for(|e| e.client_id.as_deref() == Some("big"), HANG_GUARD)
+        .await
+        .context("the big request never arrived")?;
+    let asked = Instant::now();
+    let served = tokio::time::timeout(HANG_GUARD, bystander.metadata(Some(&["t"])))
+        .await
+        .context("the bystander was not served")??;
+    code_is("the bystander's topic", served.topics[0].error_code, None)?;
+    println!("bystander served in {:?}", asked.elapsed());
+    let answer = tokio::time::timeout(HANG_GUARD, big_answer)
+        .await
+        .context("the big request was not answered")???;
+    println!("big request answered in {:?}", started.elapsed());
+    Ok(answer)
+}
+
+fn append_cleanup_policy(items: String) -> IncrementalAlterConfigsRequest {
+    IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(text("t"))
+        .with_configs(vec![AlterableConfig::default()
+            .with_name(text("cleanup.policy"))
+            .with_config_operation(APPEND)
+            .with_value(Some(text(&items)))])])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_of_a_million_list_items_is_answered_as_kafka_and_others_are_served() -> Result<()>
+{
+    let cluster = Cluster::builder().topic("t", 1).start().await?;
+    // A million distinct items none of which `cleanup.policy` allows: INVALID_CONFIG.
+    let items: Vec<String> = (0..MILLION).map(|i| format!("x{i}")).collect();
+    let answer = with_bystander(&cluster, append_cleanup_policy(items.join(",")), 1).await?;
+    same("resources answered", answer.responses.len(), 1)?;
+    code_is(
+        "the distinct invalid items",
+        answer.responses[0].error_code,
+        Some(ResponseError::InvalidConfig),
+    )?;
+    // A million times an allowed item, accepted as Kafka does (the list keeps it once).
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let repeated = vec!["compact"; MILLION].join(",");
+    let answer = client.send(append_cleanup_policy(repeated), 1).await?;
+    code_is(
+        "the repeated allowed item",
+        answer.responses[0].error_code,
+        None,
+    )?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_records_naming_a_million_partitions_is_answered_and_others_are_served(
+) -> Result<()> {
+    let cluster = Cluster::builder().topic("t", 1).start().await?;
+    // A million entries naming each of half a million partitions twice: answered once each.
+    let distinct = MILLION / 2;
+    let partitions = (0..MILLION)
+        .map(|i| {
+            DeleteRecordsPartition::default()
+                .with_partition_index(i32::try_from(i % distinct).expect("small"))
+                .with_offset(0)
+        })
+        .collect();
+    let request = DeleteRecordsRequest::default()
+        .with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(name("t"))
+            .with_partitions(partitions)])
+        .with_timeout_ms(30_000);
+    let answer = with_bystander(&cluster, request, 2).await?;
+    same("topics answered", answer.topics.len(), 1)?;
+    let answered = &answer.topics[0].partitions;
+    same("partitions answered", answered.len(), distinct)?;
+    same(
+        "the first partition's index",
+        answered[0].partition_index,
+        0,
+    )?;
+    code_is("partition 0", answered[0].error_code, None)?;
+    same("partition 0's low watermark", answered[0].low_watermark, 0)?;
+    for (i, p) in answered.iter().enumerate().skip(1) {
+        same("a partition's index", p.partition_index as usize, i)?;
+        code_is(
+            &format!("partition {i}"),
+            p.error_code,
+            Some(ResponseError::UnknownTopicOrPartition),
+        )?;
+    }
+    cluster.shutdown().await;
+    Ok(())
+}
