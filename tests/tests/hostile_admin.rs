@@ -22,7 +22,9 @@ use kafka_protocol::ResponseError;
 use kmock::Cluster;
 use kmock_client::Client;
 
-/// Only catches a hang; no speed is asserted.
+/// Only catches a hang; no speed is asserted. A handler stuck under the state lock can block
+/// both runtime workers (the bystander waits on the lock), so the old code's hang showed as a
+/// test that never ends (killed after 8 minutes), not as this guard firing.
 const HANG_GUARD: Duration = Duration::from_secs(180);
 
 /// Items or partitions in one hostile request.
