@@ -1,12 +1,12 @@
-//! Large and hostile KIP-848 consumer groups on the wire, with kmock-client: a thousand
-//! members joining a group on two 5,000-partition topics (Kafka creates at most 10,000
-//! records per request, so no single topic has 10,000 partitions), and a member subscribing to a million
-//! topic names. The coordinator works under the cluster's state lock, so its cost is every
-//! connection's wait: each case checks the group's answers exactly and that a second
-//! connection's Metadata is answered while it runs (not asserted to interleave: that would be
-//! timing). Only hangs are guarded (generously, 10
-//! minutes on a loaded 2-core machine); how long the cases take is printed for the record,
-//! never asserted.
+//! Large and hostile KIP-848 consumer groups on the wire, with kmock-client: a thousand members
+//! joining a group on two 5,000-partition topics (Kafka creates at most 10,000 records per
+//! request, so no single topic has 10,000 partitions), a member subscribing to a million topic
+//! names, and a member sending a new large regex on each heartbeat while a member of another group
+//! heartbeats (the regex is compiled before the state lock). The coordinator works under the
+//! cluster's state lock, so its cost is every connection's wait: each case checks the group's
+//! answers exactly and that a second connection's Metadata is answered while it runs (not asserted
+//! to interleave: that would be timing). Only hangs are guarded (generously, 10 minutes on a
+//! loaded 2-core machine); how long the cases take is printed for the record, never asserted.
 
 mod common;
 
@@ -225,5 +225,85 @@ async fn a_member_subscribing_to_a_million_names_leaves_the_others_served() -> R
         .await
         .context("hang guard")???;
     eprintln!("Metadata answered meanwhile: {answered}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_member_sending_a_new_large_regex_on_each_heartbeat_leaves_another_group_served(
+) -> Result<()> {
+    use kafka_protocol::protocol::StrBytes;
+    let cluster = Cluster::builder()
+        .topic(TOPIC, 6)
+        .consumer_group_assignment_interval(Duration::ZERO)
+        .start()
+        .await?;
+    let addr = cluster.brokers()[0].addr;
+    let (c, other) = (Client::connect(addr).await?, Client::connect(addr).await?);
+    let t = other.metadata(Some(&[TOPIC])).await?.topics[0].topic_id;
+    // Each compiles to about 200 KiB, under kmock's 256 KiB limit, and differs from the last.
+    let large = |i: usize| {
+        Some(StrBytes::from_string(format!(
+            "[a-z]{{{}}}|{TOPIC}",
+            2_500 + i
+        )))
+    };
+    let hostile = async {
+        let first = join("regexes", "member-regex", &[])
+            .with_subscribed_topic_names(None)
+            .with_subscribed_topic_regex(large(0));
+        let mut answer = send(&c, first).await?;
+        ensure!(answer.error_code == 0, "the regex join: {}", said(&answer));
+        let started = Instant::now();
+        for i in 1..=20 {
+            let next = beat("regexes", "member-regex", answer.member_epoch, t, None)
+                .with_subscribed_topic_regex(large(i));
+            answer = send(&c, next).await?;
+            ensure!(
+                answer.error_code == 0,
+                "regex heartbeat {i}: {}",
+                said(&answer)
+            );
+        }
+        eprintln!(
+            "20 heartbeats with a new large regex: {:?}",
+            started.elapsed()
+        );
+        anyhow::Ok(())
+    };
+    let served = async {
+        let started = Instant::now();
+        let mut answer = send(&other, join(GROUP, "member-other", &[TOPIC])).await?;
+        ensure!(answer.error_code == 0, "the other join: {}", said(&answer));
+        for i in 0..20 {
+            let owned = assigned(&answer, t);
+            answer = send(
+                &other,
+                beat(
+                    GROUP,
+                    "member-other",
+                    answer.member_epoch,
+                    t,
+                    owned.as_ref(),
+                ),
+            )
+            .await?;
+            ensure!(
+                answer.error_code == 0,
+                "other heartbeat {i}: {}",
+                said(&answer)
+            );
+        }
+        eprintln!(
+            "the other group's join and 20 heartbeats: {:?}",
+            started.elapsed()
+        );
+        anyhow::Ok(())
+    };
+    // The hang guard only catches a hang.
+    let (h, s) = tokio::time::timeout(HANG_GUARD, async { tokio::join!(hostile, served) })
+        .await
+        .context("hang guard")?;
+    h?;
+    s?;
     Ok(())
 }

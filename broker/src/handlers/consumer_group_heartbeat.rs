@@ -33,15 +33,19 @@
 //! Deviations from Apache Kafka: a regex resolution computed on a heartbeat is applied on the
 //! group's next heartbeat (Kafka applies it when its background resolution completes, usually
 //! before that heartbeat, though a heartbeat may come first); regexes are read with the `regex`
-//! crate, not RE2/J (differences in [`crate::state::groups::consumer::regex`]), without `group.consumer.regex.refresh.interval.ms`
-//! (resolved again every 10 s while some heartbeat comes, not only after new topics or 10
-//! minutes: the result is the same) and without ACLs (Kafka drops the topics a member may not
-//! describe); a live classic group is not upgraded to a consumer group (Kafka's
-//! `group.consumer.migration.policy` default, `bidirectional`, converts it when every member
-//! uses the consumer protocol type): it is answered as with the policy `disabled`; the rack id
-//! does not change the assignment (Kafka's assignors prefer same-rack partitions only when
-//! partitions have racks, which kmock's replicas do not); the `uniform` and `range` assignors
-//! reach Kafka's balance and stickiness, not always its exact partition choices
+//! crate, not RE2/J (differences in [`crate::state::groups::consumer::regex`]), and kmock refuses a
+//! pattern over 32 KiB or compiling past 256 KiB (the crate's `size_limit`) with
+//! INVALID_REGULAR_EXPRESSION, saying which limit (stricter than Kafka, which has no such limit:
+//! the regex is compiled before the cluster's state lock is taken, and the limits bound that work
+//! and what each group keeps); regexes are resolved without
+//! `group.consumer.regex.refresh.interval.ms` (resolved again every 10 s while some heartbeat
+//! comes, not only after new topics or 10 minutes: the result is the same) and without ACLs (Kafka
+//! drops the topics a member may not describe); a live classic group is not upgraded to a consumer
+//! group (Kafka's `group.consumer.migration.policy` default, `bidirectional`, converts it when
+//! every member uses the consumer protocol type): it is answered as with the policy `disabled`; the
+//! rack id does not change the assignment (Kafka's assignors prefer same-rack partitions only when
+//! partitions have racks, which kmock's replicas do not); the `uniform` and `range` assignors reach
+//! Kafka's balance and stickiness, not always its exact partition choices
 //! ([`crate::state::groups::consumer::assignors`]).
 
 use std::collections::BTreeMap;
@@ -71,7 +75,7 @@ pub fn handle(
             .with_error_code(ResponseError::UnsupportedVersion.code());
     }
     let text = |s: &Option<StrBytes>| s.as_ref().map(|s| s.as_str().to_owned());
-    let req = HeartbeatRequest {
+    let mut req = HeartbeatRequest {
         group_id: request.group_id.0.as_str().to_owned(),
         member_id: request.member_id.as_str().to_owned(),
         member_epoch: request.member_epoch,
@@ -96,7 +100,10 @@ pub fn handle(
         }),
         client_id: ctx.client_id.to_owned(),
         client_host: format!("/{}", ctx.peer.ip()),
+        compiled_regex: None,
     };
+    // Compiled before the lock: a pattern near the size limits costs milliseconds.
+    req.compile_regex();
     let refused = |(e, m): (ResponseError, String)| {
         ConsumerGroupHeartbeatResponse::default()
             .with_error_code(e.code())

@@ -43,6 +43,10 @@ pub struct HeartbeatRequest {
     pub client_id: String,
     /// Client address (`/ip`).
     pub client_host: String,
+    /// `subscribed_topic_regex` compiled ([`Self::compile_regex`]), before the cluster's
+    /// state lock is taken; `None` if not compiled yet (then compiled under the lock when the
+    /// group needs it). Its refusal is answered only where Kafka checks the regex.
+    pub compiled_regex: Option<Result<::regex::Regex, Refusal>>,
 }
 
 /// A ConsumerGroupHeartbeat's answer.
@@ -66,6 +70,16 @@ pub(super) fn refuse<T>(error: ResponseError, message: impl Into<String>) -> Res
 }
 
 impl HeartbeatRequest {
+    /// Compiles `subscribed_topic_regex` (none when empty) into `compiled_regex`: called
+    /// outside the cluster's state lock, so that a costly pattern delays no other connection.
+    pub fn compile_regex(&mut self) {
+        self.compiled_regex = self
+            .subscribed_topic_regex
+            .as_deref()
+            .filter(|r| !r.is_empty())
+            .map(regex::compile);
+    }
+
     /// Kafka 4.4's `GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid`;
     /// `assignors` are the configured ones (`group.consumer.assignors`).
     ///
@@ -142,6 +156,7 @@ impl Groups {
         let config = self.consumer_config;
         let create = req.member_epoch == 0;
         let group_id = req.group_id.clone();
+        let mut compiled = req.compiled_regex.take();
         // A join that would create the group with a regex that does not compile creates
         // nothing (Kafka writes none of the join's records).
         let regex = req
@@ -154,7 +169,7 @@ impl Groups {
                 .get(&group_id)
                 .is_none_or(|g| g.consumer.is_none())
             {
-                regex::compile(r)?;
+                compiled_or_refusal(&mut compiled, r)?;
             }
         }
         let group = match self.groups.get_mut(&group_id) {
@@ -208,7 +223,7 @@ impl Groups {
         // `throwIfRegularExpressionIsInvalid`), checked before the member is added.
         if let Some(Some(r)) = &sent_regex {
             if !cg.regexes.contains(r) {
-                regex::compile(r)?;
+                compiled_or_refusal(&mut compiled, r)?;
             }
         }
         let is_new = fresh.is_some();
@@ -256,7 +271,7 @@ impl Groups {
                     cg.regexes.remove(&old);
                 }
                 if let Some(r) = &member.subscribed_topic_regex {
-                    cg.regexes.add(r);
+                    cg.regexes.add(r, compiled.take().and_then(Result::ok));
                 }
             }
         }
@@ -417,6 +432,17 @@ fn owner_epochs(cg: &ConsumerGroup, member_id: &str) -> HashMap<(Uuid, i32), i32
         }
     }
     out
+}
+
+/// Whether `regex` compiles, compiling it into `compiled` if the handler did not.
+fn compiled_or_refusal(
+    compiled: &mut Option<Result<::regex::Regex, Refusal>>,
+    regex: &str,
+) -> Result<(), Refusal> {
+    match compiled.get_or_insert_with(|| regex::compile(regex)) {
+        Ok(_) => Ok(()),
+        Err(refusal) => Err(refusal.clone()),
+    }
 }
 
 /// A member's topics for the assignor: its names, with what its regex resolved to (borrowed

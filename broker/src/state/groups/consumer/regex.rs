@@ -2,9 +2,13 @@
 //! as Kafka 4.4's `GroupMetadataManager.maybeUpdateRegularExpressions` and
 //! `TopicRegexResolver` keep them.
 //!
-//! A group counts its members' regexes ([`Regexes`]). A regex no member had before is
-//! compiled when a member subscribes to it: one that does not compile is refused with
-//! INVALID_REGULAR_EXPRESSION (`Utils.throwIfRegularExpressionIsInvalid`). Every regex of the
+//! A group counts its members' regexes ([`Regexes`]), each kept compiled. A regex no member
+//! had before must compile when a member subscribes to it: one that does not is refused with
+//! INVALID_REGULAR_EXPRESSION (`Utils.throwIfRegularExpressionIsInvalid`). The
+//! ConsumerGroupHeartbeat handler compiles the request's regex ([`compile`]) before it takes
+//! the cluster's state lock, so no compilation is done under it; kmock refuses patterns over
+//! 32 KiB or compiling past 256 KiB (stricter than Kafka, whose RE2/J has no such limit).
+//! Every regex of the
 //! group is resolved, matched as a whole (RE2/J's `Matcher.matches`) against every topic name
 //! of the cluster, on a heartbeat at least [`REGEX_BATCH_REFRESH_MIN_INTERVAL`] (10 s, Kafka's
 //! `REGEX_BATCH_REFRESH_MIN_INTERVAL_MS`) after the last resolution (the first at once), and
@@ -37,10 +41,16 @@ pub const REGEX_BATCH_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(10);
 /// grows with the pattern before its own size limit applies).
 const MAX_PATTERN_BYTES: usize = 32 * 1024;
 
-/// Most bytes one compiled pattern may take.
-const MAX_COMPILED_BYTES: usize = 1 << 20;
+/// Most bytes one compiled pattern may take (the `regex` crate's `size_limit`): an alternation
+/// of about 300 topic names (5 KiB) fits; 64 KiB would refuse one of 80.
+const MAX_COMPILED_BYTES: usize = 256 << 10;
 
-/// `regex` as a matcher of whole topic names.
+/// Most bytes of lazy DFA cache one compiled pattern may use while matching (the `regex`
+/// crate's `dfa_size_limit`; past it the crate falls back to slower engines, not an error).
+const MAX_DFA_BYTES: usize = 256 << 10;
+
+/// `regex` as a matcher of whole topic names. Costs up to a few milliseconds for a pattern
+/// near the limits: called outside the cluster's state lock.
 ///
 /// # Errors
 /// INVALID_REGULAR_EXPRESSION with Kafka's message, when it does not compile (alone: a
@@ -49,6 +59,7 @@ pub fn compile(regex: &str) -> Result<regex::Regex, Refusal> {
     let build = |p: &str| {
         regex::RegexBuilder::new(p)
             .size_limit(MAX_COMPILED_BYTES)
+            .dfa_size_limit(MAX_DFA_BYTES)
             .build()
     };
     let described = |why: String| {
@@ -75,11 +86,23 @@ pub fn compile(regex: &str) -> Result<regex::Regex, Refusal> {
     build(&format!("^(?:{regex})$")).map_err(why)
 }
 
-/// The regexes a group's members subscribe to: each with how many members do, and the topic
-/// names it resolved to (`None` until first resolved).
+/// One regex of a group.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// How many members subscribe to it.
+    members: usize,
+    /// It compiled once ([`compile`]), kept for every resolution (`None`: it did not, and
+    /// matches no topic; not reached, as such a regex is refused before it is added).
+    matcher: Option<regex::Regex>,
+    /// The topic names it resolved to, `None` until first resolved.
+    resolved: Option<BTreeSet<String>>,
+}
+
+/// The regexes a group's members subscribe to: each with how many members do, its compiled
+/// matcher and the topic names it resolved to (`None` until first resolved).
 #[derive(Debug, Clone, Default)]
 pub struct Regexes {
-    by_regex: BTreeMap<String, (usize, Option<BTreeSet<String>>)>,
+    by_regex: BTreeMap<String, Entry>,
     resolved_at: Option<Instant>,
     /// A resolution computed on a heartbeat, applied on the group's next one (Kafka resolves
     /// in the background: the heartbeat that starts it does not see it).
@@ -101,20 +124,28 @@ impl Regexes {
     pub fn is_resolved(&self, regex: &str) -> bool {
         self.by_regex
             .get(regex)
-            .is_some_and(|(_, resolved)| resolved.is_some())
+            .is_some_and(|e| e.resolved.is_some())
     }
 
-    /// Counts one more member subscribing to `regex`.
-    pub fn add(&mut self, regex: &str) {
-        self.by_regex.entry(regex.to_owned()).or_default().0 += 1;
+    /// Counts one more member subscribing to `regex`, keeping `compiled` (its [`compile`]d
+    /// matcher) when the group did not have it yet; compiled here if not given.
+    pub fn add(&mut self, regex: &str, compiled: Option<regex::Regex>) {
+        self.by_regex
+            .entry(regex.to_owned())
+            .or_insert_with(|| Entry {
+                members: 0,
+                matcher: compiled.or_else(|| compile(regex).ok()),
+                resolved: None,
+            })
+            .members += 1;
     }
 
     /// Counts one member fewer subscribing to `regex`; dropped with its resolution when none
     /// does any more.
     pub fn remove(&mut self, regex: &str) {
         if let Some(entry) = self.by_regex.get_mut(regex) {
-            entry.0 -= 1;
-            if entry.0 == 0 {
+            entry.members -= 1;
+            if entry.members == 0 {
                 self.by_regex.remove(regex);
             }
         }
@@ -124,7 +155,7 @@ impl Regexes {
     pub fn topics(&self, regex: &str) -> impl Iterator<Item = &String> {
         self.by_regex
             .get(regex)
-            .and_then(|(_, resolved)| resolved.as_ref())
+            .and_then(|e| e.resolved.as_ref())
             .into_iter()
             .flatten()
     }
@@ -133,7 +164,7 @@ impl Regexes {
     pub fn all_topics(&self) -> BTreeSet<&String> {
         self.by_regex
             .values()
-            .filter_map(|(_, resolved)| resolved.as_ref())
+            .filter_map(|e| e.resolved.as_ref())
             .flatten()
             .collect()
     }
@@ -143,10 +174,10 @@ impl Regexes {
     pub fn apply_pending(&mut self) -> bool {
         let mut changed = false;
         for (regex, found) in self.pending.take().into_iter().flatten() {
-            if let Some((_, slot)) = self.by_regex.get_mut(&regex) {
-                if slot.as_ref() != Some(&found) {
+            if let Some(e) = self.by_regex.get_mut(&regex) {
+                if e.resolved.as_ref() != Some(&found) {
                     changed = true;
-                    *slot = Some(found);
+                    e.resolved = Some(found);
                 }
             }
         }
@@ -165,10 +196,10 @@ impl Regexes {
             return;
         }
         self.resolved_at = Some(now);
-        let mut matchers: Vec<(&String, Option<regex::Regex>, BTreeSet<String>)> = self
+        let mut matchers: Vec<(&String, Option<&regex::Regex>, BTreeSet<String>)> = self
             .by_regex
-            .keys()
-            .map(|r| (r, compile(r).ok(), BTreeSet::new()))
+            .iter()
+            .map(|(r, e)| (r, e.matcher.as_ref(), BTreeSet::new()))
             .collect();
         topics.each_topic(&mut |name, _| {
             for (_, matcher, found) in &mut matchers {
@@ -198,7 +229,7 @@ mod tests {
             ("xorders-2".to_owned(), (Uuid::from_u128(2), 1)),
         ]);
         let mut r = Regexes::default();
-        r.add("orders-.*");
+        r.add("orders-.*", compile("orders-.*").ok());
         let now = Instant::now();
         r.maybe_resolve(&topics, now);
         assert_eq!(
@@ -235,5 +266,22 @@ mod tests {
             "parses only inside the anchoring group"
         );
         assert!(compile("^orders-.*$").is_ok());
+    }
+
+    #[test]
+    fn a_pattern_past_the_size_limits_is_refused_and_a_long_name_list_is_not() {
+        // Compiles to about 360 KiB: accepted under the 1 MiB limit kmock had before.
+        let (error, message) = compile(r"[a-z]{5000}").unwrap_err();
+        assert_eq!(error, ResponseError::InvalidRegularExpression);
+        assert!(message.contains("size limit"), "{message}");
+        let long = "x".repeat(MAX_PATTERN_BYTES + 1);
+        assert!(compile(&long)
+            .unwrap_err()
+            .1
+            .contains("longer than 32768 bytes"));
+        // An alternation of 200 topic names, as a client may send for a fixed list.
+        let names: Vec<String> = (0..200).map(|i| format!("orders-eu-{i:04}")).collect();
+        let listed = compile(&names.join("|")).expect("a list of 200 names compiles");
+        assert!(listed.is_match("orders-eu-0199") && !listed.is_match("orders-eu-0200"));
     }
 }
