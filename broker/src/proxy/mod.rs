@@ -13,7 +13,8 @@
 //! What differs from fake mode:
 //! - the upstream's answers are forwarded as their bytes came unless rewritten (broker
 //!   addresses, ApiVersions clamped for the rewritten APIs, a `throttle` fault) or decodable
-//!   only in part;
+//!   only in part; DescribeQuorum's `nodes[].listeners` (KRaft controllers, not brokers) are
+//!   forwarded as they are ([`rewrite`]);
 //! - a request the codec cannot decode (an API or version newer than kafka-protocol knows)
 //!   is forwarded untouched and journaled with its header's API, version and correlation id;
 //! - no record digests are journaled for Produce (they come from the fake's validation pass),
