@@ -262,18 +262,18 @@ async fn read_requests(
         // With the journal off and no fault rules, nothing reads an entry: only number it.
         let rules_in_force = shared.rules_in_force();
         let journaled = journal.records() || rules_in_force;
-        let (decoded, recorded) = match decoded {
+        let (decoded, recorded, undecoded) = match decoded {
             // A proxy forwards an ApiVersions it cannot parse, as it came.
-            Ok(Decoded::ApiVersionsFallback { .. }) if proxy => (None, None),
+            Ok(Decoded::ApiVersionsFallback { .. }) if proxy => (None, None, None),
             Ok(decoded) => {
                 // Summarized before the journal lock is taken: naming a topic by its id reads
                 // the cluster state, and the lock order is state, then journal.
                 let recorded = journaled.then(|| record_request(&decoded, shared));
-                (Some(decoded), recorded)
+                (Some(decoded), recorded, None)
             }
             Err(e) if proxy && peek.is_some() => {
                 tracing::debug!(parent: span, "forwarding a request kmock cannot decode: {e}");
-                (None, None)
+                (None, None, Some(e.to_string()))
             }
             Err(e) => {
                 let seq = journal.append(arrival, |entry| {
@@ -303,6 +303,7 @@ async fn read_requests(
                             entry.correlation_id = Some(peek.correlation_id);
                         }
                         entry.request = Some(RequestSummary::Other);
+                        entry.undecoded = undecoded;
                     }
                 }
                 if rules_in_force {
