@@ -360,13 +360,19 @@ async fn answer(
             changed |= set;
             if !set {
                 // No throttle field at this version: throttle by holding the answer, as
-                // brokers did before KIP-219.
-                tokio::time::sleep(throttle).await;
+                // brokers did before KIP-219; given up if the connection closes meanwhile.
+                if !held(close, throttle).await {
+                    journal.finish(seq, |_| {});
+                    break;
+                }
             }
         }
         if !fired.delay_response.is_zero() {
             let _ = outbox.send().await;
-            tokio::time::sleep(fired.delay_response).await;
+            if !held(close, fired.delay_response).await {
+                journal.finish(seq, |_| {});
+                break;
+            }
         }
         if fired.disconnect_after_apply {
             journal.finish(seq, |_| {});
@@ -407,4 +413,12 @@ async fn answer(
     }
     outbox.abandon();
     close.cancel();
+}
+
+/// Holds an answer for `d` (a fault's delay); `false` when the connection closes first.
+async fn held(close: &tokio_util::sync::CancellationToken, d: std::time::Duration) -> bool {
+    tokio::select! {
+        () = close.cancelled() => false,
+        () = tokio::time::sleep(d) => true,
+    }
 }
