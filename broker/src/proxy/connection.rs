@@ -24,6 +24,10 @@ use crate::handlers::{Ctx, ProducedDigests};
 use crate::outbox::Outbox;
 use crate::server::{Arrived, ConnCtx};
 
+/// How long connecting to the upstream broker may take before the client's connection is
+/// closed (a black-holed address would otherwise hold it until the OS gives up, minutes).
+const UPSTREAM_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Requests forwarded whose answers have not come back yet, at most, before the sender waits.
 const IN_FLIGHT: usize = 64;
 
@@ -70,12 +74,16 @@ pub(crate) async fn forward(
     };
     let connected = tokio::select! {
         () = close.cancelled() => return,
-        connected = TcpStream::connect(&target) => connected,
+        connected = tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, TcpStream::connect(&target)) => connected,
     };
     let stream = match connected {
-        Ok(stream) => stream,
-        Err(e) => {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
             tracing::warn!(parent: span, %target, "closing connection: the upstream broker cannot be reached: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(parent: span, %target, "closing connection: no connection to the upstream broker within {UPSTREAM_CONNECT_TIMEOUT:?}");
             return;
         }
     };
