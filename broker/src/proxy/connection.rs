@@ -17,12 +17,12 @@ use tokio::sync::mpsc;
 
 use super::rewrite::{self, REWRITTEN};
 use super::{Upstream, MAX_ANSWER_BYTES};
+use crate::arrival::{Arrived, ConnCtx};
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
 use crate::faults::{self, Fired};
 use crate::handlers::{Ctx, ProducedDigests};
 use crate::outbox::Outbox;
-use crate::server::{Arrived, ConnCtx};
 
 /// How long connecting to the upstream broker may take before the client's connection is
 /// closed (a black-holed address would otherwise hold it until the OS gives up, minutes).

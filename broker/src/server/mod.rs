@@ -19,14 +19,13 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::arrival::{Arrived, ConnCtx};
 use crate::cluster::Shared;
 use crate::codec::{self, Decoded};
 use crate::connection::{FrameError, FrameReader};
@@ -95,38 +94,6 @@ pub(crate) async fn serve(
         }
     }
     tracing::debug!(broker = node_id, "listener stopped");
-}
-
-/// A request read off a connection: numbered and journaled on arrival, with the faults that
-/// fired on it, queued for the connection's processor.
-pub(crate) struct Arrived {
-    /// Its journal seq (arrival order).
-    pub seq: u64,
-    /// The decoded request; `None` for a frame a proxy forwards without decoding it.
-    pub decoded: Option<Decoded>,
-    /// The frame as it came (without its size prefix), kept by a proxy to forward it
-    /// untouched; `None` in fake mode.
-    pub frame: Option<Bytes>,
-    /// Bytes of read-ahead it holds, given back when the processor takes it.
-    pub cost: u32,
-    /// The fault actions that fired on it.
-    pub fired: Fired,
-}
-
-/// What the reader and the processor of one connection share.
-pub(crate) struct ConnCtx<'a> {
-    /// The cluster.
-    pub shared: &'a Arc<Shared>,
-    /// The broker whose listener took the connection.
-    pub node_id: i32,
-    /// The client's address.
-    pub peer: SocketAddr,
-    /// The connection's tracing span.
-    pub span: &'a tracing::Span,
-    /// Cancelled to close the connection.
-    pub close: &'a CancellationToken,
-    /// Bytes of read-ahead left (backpressure on the reader).
-    pub read_ahead: &'a Semaphore,
 }
 
 /// Serves one connection, given as its two halves (a socket's, or an in-memory pipe's for the
