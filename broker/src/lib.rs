@@ -38,6 +38,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod arrival;
 pub mod check;
 mod cluster;
 mod codec;

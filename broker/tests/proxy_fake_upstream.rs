@@ -2,17 +2,23 @@
 //! fake needs no JVM and can take brokers down): `kmock proxy` as a process, its JSON start
 //! line, kcat producing and consuming through it with every broker address rewritten to the
 //! proxy's, its journal file and control API; a broker that joins the upstream later getting a
-//! listener of its own; and a proxy scenario refusing the fake's fields. The real Kafka's turn
-//! is `tests/tests/proxy_rdkafka.rs`.
+//! listener of its own; a proxy scenario refusing the fake's fields; a request whose body does
+//! not decode journaled with why it was forwarded as it came; and answers held by a fault
+//! (`delay_response`, `throttle` on an answer without a throttle field) given up when the
+//! proxy shuts down. The real Kafka's turn is `tests/tests/proxy_rdkafka.rs`.
 
 mod common;
 
+use std::net::SocketAddr;
 use std::process::Command;
+use std::time::Duration;
 
 use common::{kcat, Server};
 use kmock::journal::read_jsonl;
-use kmock::Cluster;
+use kmock::{ApiKey, Cluster, Rule};
 use kmock_client::{record, Client};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 /// A file of this test process in the temporary directory.
 fn temp(name: &str) -> std::path::PathBuf {
@@ -199,4 +205,119 @@ async fn a_broker_that_joins_the_upstream_later_gets_a_listener_when_first_named
         "the late listener outlived the proxy"
     );
     upstream.shutdown().await;
+}
+
+/// Opens a connection to `addr` and writes one request frame: a v1 request header (a null
+/// client id) for `api` at `version` with correlation id `correlation_id`, then `body` as
+/// given (for a flexible version, `body` starts with the header's empty tagged fields).
+async fn send_raw(
+    addr: SocketAddr,
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &[u8],
+) -> TcpStream {
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&(api as i16).to_be_bytes());
+    frame.extend_from_slice(&version.to_be_bytes());
+    frame.extend_from_slice(&correlation_id.to_be_bytes());
+    frame.extend_from_slice(&(-1i16).to_be_bytes());
+    frame.extend_from_slice(body);
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let size = i32::try_from(frame.len()).unwrap().to_be_bytes();
+    stream.write_all(&size).await.unwrap();
+    stream.write_all(&frame).await.unwrap();
+    stream
+}
+
+/// Hang guard only: far above what any journal wait or shutdown here needs.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_request_whose_body_does_not_decode_is_forwarded_and_journaled_with_why() {
+    let upstream = Cluster::builder().brokers(1).start().await.unwrap();
+    let proxy = Cluster::builder()
+        .upstream(&upstream.bootstrap())
+        .start()
+        .await
+        .unwrap();
+    // Metadata v12: the header's empty tagged fields, then a topics array length whose
+    // varint never ends.
+    let _conn = send_raw(proxy.brokers()[0].addr, ApiKey::Metadata, 12, 5, &[0, 0xff]).await;
+    let entry = proxy
+        .wait_for(|e| e.correlation_id == Some(5), HANG_GUARD)
+        .await
+        .unwrap();
+    assert_eq!(entry.api.as_deref(), Some("Metadata"));
+    assert_eq!(entry.version, Some(12));
+    assert_eq!(
+        entry.bad_request, None,
+        "a proxy forwards it, keeping the connection"
+    );
+    let reason = entry
+        .undecoded
+        .clone()
+        .expect("the reason it was not decoded");
+    assert!(!reason.is_empty(), "{entry:?}");
+    // It went upstream as it came: the fake refuses it there.
+    let refused = upstream
+        .wait_for(|e| e.correlation_id == Some(5), HANG_GUARD)
+        .await
+        .unwrap();
+    assert!(refused.bad_request.is_some(), "{refused:?}");
+    // In the journal's JSON, under its own name; absent from entries decoded as usual.
+    let json = serde_json::to_value(&entry).unwrap();
+    assert_eq!(json["undecoded"], reason.as_str());
+    let decoded = upstream.journal().entries()[0].clone();
+    assert!(serde_json::to_value(&decoded)
+        .unwrap()
+        .get("undecoded")
+        .is_none());
+    proxy.shutdown().await;
+    upstream.shutdown().await;
+}
+
+/// Starts a proxy with `rule`, sends it a Metadata v0 (whose answer has no throttle field)
+/// and waits for the upstream to answer it, so that the proxy holds the answer; then the
+/// proxy must shut down without waiting for the fault's hour.
+async fn held_answer_is_given_up_at_shutdown(rule: Rule) {
+    let upstream = Cluster::builder().brokers(1).start().await.unwrap();
+    let proxy = Cluster::builder()
+        .upstream(&upstream.bootstrap())
+        .start()
+        .await
+        .unwrap();
+    proxy.add_rule(rule).unwrap();
+    // Metadata v0: an empty topics array (every topic).
+    let _conn = send_raw(
+        proxy.brokers()[0].addr,
+        ApiKey::Metadata,
+        0,
+        9,
+        &[0, 0, 0, 0],
+    )
+    .await;
+    upstream
+        .wait_for(
+            |e| e.correlation_id == Some(9) && e.response.is_some(),
+            HANG_GUARD,
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(HANG_GUARD, proxy.shutdown())
+        .await
+        .expect("the proxy's shutdown waited for a held answer");
+    upstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_delayed_answer_is_given_up_when_the_proxy_shuts_down() {
+    let hour = Duration::from_secs(3600);
+    held_answer_is_given_up_at_shutdown(Rule::on(ApiKey::Metadata).delay_response(hour)).await;
+}
+
+#[tokio::test]
+async fn an_answer_held_for_throttle_is_given_up_when_the_proxy_shuts_down() {
+    let hour = Duration::from_secs(3600);
+    held_answer_is_given_up_at_shutdown(Rule::on(ApiKey::Metadata).throttle(hour)).await;
 }

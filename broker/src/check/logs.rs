@@ -246,6 +246,7 @@ mod tests {
                 }],
             })),
             bad_request: None,
+            undecoded: None,
             response: Some(ResponseSummary {
                 at_us: 0,
                 sending_us: None,

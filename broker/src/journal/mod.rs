@@ -87,6 +87,12 @@ pub struct Entry {
     pub request: Option<RequestSummary>,
     /// Why the frame could not be handled (the connection was closed); `None` for a good one.
     pub bad_request: Option<String>,
+    /// Proxy mode only: why a request whose header reads but whose body the codec does not
+    /// decode (an API or version newer than kafka-protocol knows, or a malformed body) was
+    /// forwarded untouched, the connection kept open (then `request` is `"other"`); absent
+    /// from the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undecoded: Option<String>,
     /// The answer; `None` while pending, and for requests never answered (acks = 0, closed).
     pub response: Option<ResponseSummary>,
     /// Names of the fault rules applied to this request.
@@ -183,6 +189,7 @@ impl Entry {
             correlation_id: None,
             request: None,
             bad_request: None,
+            undecoded: None,
             response: None,
             faults: Vec::new(),
             operation: None,

@@ -17,12 +17,16 @@ use tokio::sync::mpsc;
 
 use super::rewrite::{self, REWRITTEN};
 use super::{Upstream, MAX_ANSWER_BYTES};
+use crate::arrival::{Arrived, ConnCtx};
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
 use crate::faults::{self, Fired};
 use crate::handlers::{Ctx, ProducedDigests};
 use crate::outbox::Outbox;
-use crate::server::{Arrived, ConnCtx};
+
+/// How long connecting to the upstream broker may take before the client's connection is
+/// closed (a black-holed address would otherwise hold it until the OS gives up, minutes).
+const UPSTREAM_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Requests forwarded whose answers have not come back yet, at most, before the sender waits.
 const IN_FLIGHT: usize = 64;
@@ -70,12 +74,16 @@ pub(crate) async fn forward(
     };
     let connected = tokio::select! {
         () = close.cancelled() => return,
-        connected = TcpStream::connect(&target) => connected,
+        connected = tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, TcpStream::connect(&target)) => connected,
     };
     let stream = match connected {
-        Ok(stream) => stream,
-        Err(e) => {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
             tracing::warn!(parent: span, %target, "closing connection: the upstream broker cannot be reached: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(parent: span, %target, "closing connection: no connection to the upstream broker within {UPSTREAM_CONNECT_TIMEOUT:?}");
             return;
         }
     };
@@ -360,13 +368,19 @@ async fn answer(
             changed |= set;
             if !set {
                 // No throttle field at this version: throttle by holding the answer, as
-                // brokers did before KIP-219.
-                tokio::time::sleep(throttle).await;
+                // brokers did before KIP-219; given up if the connection closes meanwhile.
+                if !held(close, throttle).await {
+                    journal.finish(seq, |_| {});
+                    break;
+                }
             }
         }
         if !fired.delay_response.is_zero() {
             let _ = outbox.send().await;
-            tokio::time::sleep(fired.delay_response).await;
+            if !held(close, fired.delay_response).await {
+                journal.finish(seq, |_| {});
+                break;
+            }
         }
         if fired.disconnect_after_apply {
             journal.finish(seq, |_| {});
@@ -407,4 +421,12 @@ async fn answer(
     }
     outbox.abandon();
     close.cancel();
+}
+
+/// Holds an answer for `d` (a fault's delay); `false` when the connection closes first.
+async fn held(close: &tokio_util::sync::CancellationToken, d: std::time::Duration) -> bool {
+    tokio::select! {
+        () = close.cancelled() => false,
+        () = tokio::time::sleep(d) => true,
+    }
 }

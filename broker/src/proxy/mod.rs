@@ -4,8 +4,8 @@
 //!
 //! At the start the proxy asks the upstream for its brokers (Metadata) and opens one listener
 //! per upstream broker, with the upstream's node id; a broker that appears later in an answer
-//! gets a listener when first seen. Each client connection gets one connection to its
-//! broker's upstream: requests are journaled and faulted on arrival as in fake mode
+//! gets a listener when first seen (at most [`MAX_LATE_BROKERS`]). Each client connection
+//! gets one connection to its broker's upstream (given up after 10 s): requests are journaled and faulted on arrival as in fake mode
 //! ([`crate::server`]), then forwarded in order without waiting for the answers before them;
 //! the answers come back in the same order, are journaled (the upstream's answer is the
 //! response summary), rewritten where they name brokers ([`rewrite`]) and sent on.
@@ -13,7 +13,8 @@
 //! What differs from fake mode:
 //! - the upstream's answers are forwarded as their bytes came unless rewritten (broker
 //!   addresses, ApiVersions clamped for the rewritten APIs, a `throttle` fault) or decodable
-//!   only in part;
+//!   only in part; DescribeQuorum's `nodes[].listeners` (KRaft controllers, not brokers) are
+//!   forwarded as they are ([`rewrite`]);
 //! - a request the codec cannot decode (an API or version newer than kafka-protocol knows)
 //!   is forwarded untouched and journaled with its header's API, version and correlation id;
 //! - no record digests are journaled for Produce (they come from the fake's validation pass),
@@ -49,6 +50,11 @@ use crate::error::Error;
 /// How long discovering the upstream's brokers may take at the start before it fails: a hang
 /// guard, far above what a reachable broker needs.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Most brokers first seen after the start that get a listener of their own: answers naming
+/// more node ids (a hostile or broken upstream) get their addresses unchanged, with a warning,
+/// rather than a listener each.
+pub(crate) const MAX_LATE_BROKERS: usize = 1024;
 
 /// Largest answer frame read from the upstream (Kafka's answers to a Fetch are bounded by the
 /// client's `fetch.max.bytes`; this only guards against a corrupt size prefix).
@@ -128,8 +134,9 @@ impl Upstream {
 
     /// The proxy's listener for upstream broker `node_id`, now advertised at `host:port`: the
     /// known one (its upstream address updated), or a new listener for a broker first seen
-    /// now. `None` when no listener can be bound (the address is then left as the upstream's,
-    /// with a warning).
+    /// now. `None` when no listener can be bound, or [`MAX_LATE_BROKERS`] brokers first seen
+    /// after the start have one already (the address is then left as the upstream's, with a
+    /// warning).
     pub(crate) fn route(
         &self,
         shared: &Arc<Shared>,
@@ -145,6 +152,11 @@ impl Upstream {
                 route.upstream = upstream;
             }
             return Some(route.listener);
+        }
+        let late = self.late.lock().unwrap_or_else(|p| p.into_inner()).len();
+        if late >= MAX_LATE_BROKERS {
+            tracing::warn!(broker = node_id, %upstream, "no listener for a new upstream broker past {MAX_LATE_BROKERS} brokers first seen after the start, its address goes to clients unchanged");
+            return None;
         }
         let bound = std::net::TcpListener::bind(SocketAddr::new(self.host, 0))
             .and_then(|l| l.set_nonblocking(true).map(|()| l))

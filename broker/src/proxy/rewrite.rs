@@ -1,8 +1,14 @@
 //! What a proxy changes in the upstream's answers: every broker address (Metadata,
-//! FindCoordinator, DescribeCluster, and KIP-951's leader hints in Produce and Fetch answers)
-//! becomes the proxy's listener for that broker, so that clients never connect to the upstream
-//! directly; and ApiVersions advertises no version of those APIs beyond what the codec decodes,
-//! since their answers must be decoded to be rewritten.
+//! FindCoordinator, DescribeCluster, KIP-951's leader hints in Produce and Fetch answers, and
+//! the same hints in KIP-932's ShareFetch and ShareAcknowledge answers) becomes the proxy's
+//! listener for that broker, so that clients never connect to the upstream directly; and
+//! ApiVersions advertises no version of those APIs beyond what the codec decodes, since their
+//! answers must be decoded to be rewritten.
+//!
+//! DescribeQuorum's `nodes[].listeners` are forwarded as they are: they name the KRaft
+//! controllers (voters), not brokers, under node ids that may also be brokers' (combined mode),
+//! and a proxy listens only for brokers; a client that connects to them reaches the upstream's
+//! controllers directly.
 
 use std::net::SocketAddr;
 
@@ -17,6 +23,8 @@ pub(crate) const REWRITTEN: &[ApiKey] = &[
     ApiKey::DescribeCluster,
     ApiKey::Produce,
     ApiKey::Fetch,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
 ];
 
 /// Decodes an upstream answer (a frame without its size prefix) to a request of `api` at
@@ -111,6 +119,16 @@ pub(crate) fn rewrite(
                 apply(n.node_id.0, &mut n.host, &mut n.port);
             }
         }
+        ResponseKind::ShareFetch(r) => {
+            for n in &mut r.node_endpoints {
+                apply(n.node_id.0, &mut n.host, &mut n.port);
+            }
+        }
+        ResponseKind::ShareAcknowledge(r) => {
+            for n in &mut r.node_endpoints {
+                apply(n.node_id.0, &mut n.host, &mut n.port);
+            }
+        }
         ResponseKind::ApiVersions(r) => {
             for v in &mut r.api_keys {
                 let Ok(api) = ApiKey::try_from(v.api_key) else {
@@ -180,5 +198,70 @@ mod tests {
             ApiKey::Metadata.valid_versions().max
         );
         assert_eq!(r.api_keys[1].max_version, 99, "forwarded undecoded");
+    }
+
+    #[test]
+    fn share_answers_leader_hints_become_the_proxy_listeners() {
+        use kafka_protocol::messages::{share_acknowledge_response, share_fetch_response};
+        use kafka_protocol::messages::{ShareAcknowledgeResponse, ShareFetchResponse};
+        let proxy: SocketAddr = "127.0.0.1:40007".parse().unwrap();
+        let upstream_host = StrBytes::from_static_str("kafka-7.internal");
+        let mut fetch =
+            ResponseKind::ShareFetch(ShareFetchResponse::default().with_node_endpoints(
+                vec![share_fetch_response::NodeEndpoint::default()
+                .with_node_id(BrokerId(7))
+                .with_host(upstream_host.clone())
+                .with_port(9092)],
+            ));
+        let mut ack = ResponseKind::ShareAcknowledge(
+            ShareAcknowledgeResponse::default().with_node_endpoints(vec![
+                share_acknowledge_response::NodeEndpoint::default()
+                    .with_node_id(BrokerId(7))
+                    .with_host(upstream_host)
+                    .with_port(9092),
+            ]),
+        );
+        let mut seen = Vec::new();
+        for body in [&mut fetch, &mut ack] {
+            assert!(rewrite(body, |node, host, port| {
+                seen.push((node, host.to_owned(), port));
+                Some(proxy)
+            }));
+        }
+        assert_eq!(seen, vec![(7, "kafka-7.internal".to_owned(), 9092); 2]);
+        let (ResponseKind::ShareFetch(f), ResponseKind::ShareAcknowledge(a)) = (fetch, ack) else {
+            unreachable!()
+        };
+        let f = &f.node_endpoints[0];
+        let a = &a.node_endpoints[0];
+        assert_eq!((f.host.as_str(), f.port), ("127.0.0.1", 40007));
+        assert_eq!((a.host.as_str(), a.port), ("127.0.0.1", 40007));
+    }
+
+    #[test]
+    fn api_versions_are_clamped_for_share_apis() {
+        let mut body = ResponseKind::ApiVersions(
+            ApiVersionsResponse::default().with_api_keys(
+                [ApiKey::ShareFetch, ApiKey::ShareAcknowledge]
+                    .map(|api| {
+                        ApiVersion::default()
+                            .with_api_key(api as i16)
+                            .with_max_version(99)
+                    })
+                    .to_vec(),
+            ),
+        );
+        assert!(rewrite(&mut body, |_, _, _| None));
+        let ResponseKind::ApiVersions(r) = body else {
+            unreachable!()
+        };
+        assert_eq!(
+            r.api_keys[0].max_version,
+            ApiKey::ShareFetch.valid_versions().max
+        );
+        assert_eq!(
+            r.api_keys[1].max_version,
+            ApiKey::ShareAcknowledge.valid_versions().max
+        );
     }
 }

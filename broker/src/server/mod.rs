@@ -19,14 +19,13 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::arrival::{Arrived, ConnCtx};
 use crate::cluster::Shared;
 use crate::codec::{self, Decoded};
 use crate::connection::{FrameError, FrameReader};
@@ -95,38 +94,6 @@ pub(crate) async fn serve(
         }
     }
     tracing::debug!(broker = node_id, "listener stopped");
-}
-
-/// A request read off a connection: numbered and journaled on arrival, with the faults that
-/// fired on it, queued for the connection's processor.
-pub(crate) struct Arrived {
-    /// Its journal seq (arrival order).
-    pub seq: u64,
-    /// The decoded request; `None` for a frame a proxy forwards without decoding it.
-    pub decoded: Option<Decoded>,
-    /// The frame as it came (without its size prefix), kept by a proxy to forward it
-    /// untouched; `None` in fake mode.
-    pub frame: Option<Bytes>,
-    /// Bytes of read-ahead it holds, given back when the processor takes it.
-    pub cost: u32,
-    /// The fault actions that fired on it.
-    pub fired: Fired,
-}
-
-/// What the reader and the processor of one connection share.
-pub(crate) struct ConnCtx<'a> {
-    /// The cluster.
-    pub shared: &'a Arc<Shared>,
-    /// The broker whose listener took the connection.
-    pub node_id: i32,
-    /// The client's address.
-    pub peer: SocketAddr,
-    /// The connection's tracing span.
-    pub span: &'a tracing::Span,
-    /// Cancelled to close the connection.
-    pub close: &'a CancellationToken,
-    /// Bytes of read-ahead left (backpressure on the reader).
-    pub read_ahead: &'a Semaphore,
 }
 
 /// Serves one connection, given as its two halves (a socket's, or an in-memory pipe's for the
@@ -262,18 +229,18 @@ async fn read_requests(
         // With the journal off and no fault rules, nothing reads an entry: only number it.
         let rules_in_force = shared.rules_in_force();
         let journaled = journal.records() || rules_in_force;
-        let (decoded, recorded) = match decoded {
+        let (decoded, recorded, undecoded) = match decoded {
             // A proxy forwards an ApiVersions it cannot parse, as it came.
-            Ok(Decoded::ApiVersionsFallback { .. }) if proxy => (None, None),
+            Ok(Decoded::ApiVersionsFallback { .. }) if proxy => (None, None, None),
             Ok(decoded) => {
                 // Summarized before the journal lock is taken: naming a topic by its id reads
                 // the cluster state, and the lock order is state, then journal.
                 let recorded = journaled.then(|| record_request(&decoded, shared));
-                (Some(decoded), recorded)
+                (Some(decoded), recorded, None)
             }
             Err(e) if proxy && peek.is_some() => {
                 tracing::debug!(parent: span, "forwarding a request kmock cannot decode: {e}");
-                (None, None)
+                (None, None, Some(e.to_string()))
             }
             Err(e) => {
                 let seq = journal.append(arrival, |entry| {
@@ -303,6 +270,7 @@ async fn read_requests(
                             entry.correlation_id = Some(peek.correlation_id);
                         }
                         entry.request = Some(RequestSummary::Other);
+                        entry.undecoded = undecoded;
                     }
                 }
                 if rules_in_force {
