@@ -21,6 +21,7 @@
 
 mod consumer_summary;
 mod hand_over;
+mod pages;
 mod request;
 mod response;
 mod size;
@@ -39,9 +40,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::state::failover::LeaderChange;
+pub(crate) use pages::{Cursor, LivePage};
 pub use snapshot::JournalSnapshot;
 pub use store::SUBSCRIBER_BACKLOG;
-pub(crate) use store::{Arrival, Cursor, Journal, LivePage, Sink};
+pub(crate) use store::{Arrival, Journal, Sink};
 pub use summary::{
     AbortedTransaction, CommitPartition, DeletedTopic, FetchPartition, FetchSummary, FetchedOffset,
     GroupMemberSummary, InitProducerIdSummary, JoinGroupSummary, LeaveGroupSummary,

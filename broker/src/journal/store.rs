@@ -1,6 +1,6 @@
 //! The cluster's journal in memory ([`Journal`]): numbering, the two bounds (entries and
-//! bytes), completion, the JSON Lines sink, the live subscribers, and the pages the control
-//! API reads without copying.
+//! bytes), completion, the JSON Lines sink and the live subscribers. The pages the control API
+//! reads without copying are in `pages.rs`.
 //!
 //! Entries are kept as `Arc<Entry>`: a completed entry is shared, never copied, with the
 //! subscribers and with the readers of the control API. Completed entries are also listed in
@@ -35,13 +35,6 @@ pub const SUBSCRIBER_BACKLOG: usize = 16 * 1024;
 /// entries completed just before a reset, for live readers still on their way to them.
 const LOG_SLACK: usize = 1024;
 
-/// Most entries one page looks at, so that a filtered page holds the lock briefly.
-const PAGE_SCAN: usize = 4096;
-
-/// A page stops once its entries reach this estimated size (and holds at least one entry):
-/// what a reader that does not read can keep alive past eviction.
-const PAGE_BYTES: usize = 1024 * 1024;
-
 /// Where an entry came from, before it has a number.
 #[derive(Debug, Clone)]
 pub(crate) struct Arrival {
@@ -70,31 +63,31 @@ pub(crate) struct Journal {
 
 /// One entry in memory.
 #[derive(Debug)]
-struct Slot {
-    entry: Arc<Entry>,
+pub(super) struct Slot {
+    pub(super) entry: Arc<Entry>,
     /// Its estimated heap size ([`size::entry_bytes`]).
-    bytes: usize,
+    pub(super) bytes: usize,
     /// Its position in the completion log, once complete.
-    done: Option<u64>,
+    pub(super) done: Option<u64>,
 }
 
 /// A completed entry in the completion log, with its estimated size; `None` once evicted.
-type Logged = Option<(Arc<Entry>, usize)>;
+pub(super) type Logged = Option<(Arc<Entry>, usize)>;
 
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct State {
     /// The newest entries, in seq order.
-    entries: VecDeque<Slot>,
+    pub(super) entries: VecDeque<Slot>,
     /// The estimated bytes of `entries`.
-    bytes: usize,
+    pub(super) bytes: usize,
     /// Entries dropped from memory before they were complete, kept until then for the sink.
-    unfinished: HashMap<u64, Entry>,
+    pub(super) unfinished: HashMap<u64, Entry>,
     /// Completed entries in completion order, for live readers.
-    log: VecDeque<Logged>,
+    pub(super) log: VecDeque<Logged>,
     /// The completion position of `log`'s front.
-    log_base: u64,
-    next_seq: u64,
-    evicted: u64,
+    pub(super) log_base: u64,
+    pub(super) next_seq: u64,
+    pub(super) evicted: u64,
 }
 
 /// Where complete entries are written as JSON Lines.
@@ -104,37 +97,6 @@ impl std::fmt::Debug for Sink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Sink")
     }
-}
-
-/// Where the journal stands, for a reader starting: what it may replay and follow.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Cursor {
-    /// The seq of the oldest entry in memory (the next seq when memory is empty).
-    pub first: u64,
-    /// The seq of the newest entry numbered (0 for none).
-    pub last: u64,
-    /// The completion position: live entries are those completed from here on.
-    pub done: u64,
-}
-
-/// Entries in arrival order, shared with memory ([`Journal::page`]).
-#[derive(Debug)]
-pub(crate) struct Page {
-    pub entries: Vec<Arc<Entry>>,
-    /// The last seq looked at: the next page starts after it.
-    pub next: u64,
-    /// Seqs in the range asked that had left memory.
-    pub missed: u64,
-}
-
-/// Entries in completion order, shared with memory ([`Journal::live_page`]).
-#[derive(Debug)]
-pub(crate) enum LivePage {
-    /// Entries, and the position after them.
-    Entries(Vec<Arc<Entry>>, u64),
-    /// The reader's position has left memory; at least this many completed entries are lost
-    /// to it.
-    Behind(u64),
 }
 
 impl Journal {
@@ -188,7 +150,7 @@ impl Journal {
         self.started.elapsed().as_micros() as u64
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -382,85 +344,6 @@ impl Journal {
             entries: state.entries.iter().map(|s| (*s.entry).clone()).collect(),
             evicted: state.evicted,
         }
-    }
-
-    /// Where the journal stands now.
-    pub fn cursor(&self) -> Cursor {
-        let state = self.state();
-        Cursor {
-            first: state
-                .entries
-                .front()
-                .map_or(state.next_seq, |s| s.entry.seq),
-            last: state.next_seq - 1,
-            done: state.log_base + state.log.len() as u64,
-        }
-    }
-
-    /// Entries with seq in `(after, until]` that `keep` keeps, in arrival order: at most `max`,
-    /// about [`PAGE_BYTES`] of them, from at most [`PAGE_SCAN`] entries looked at.
-    pub fn page(&self, after: u64, until: u64, max: usize, keep: impl Fn(&Entry) -> bool) -> Page {
-        let state = self.state();
-        let first = state
-            .entries
-            .front()
-            .map_or(state.next_seq, |s| s.entry.seq);
-        let mut page = Page {
-            entries: Vec::new(),
-            next: after,
-            missed: 0,
-        };
-        if after >= until {
-            return page;
-        }
-        if after + 1 < first {
-            page.next = (first - 1).min(until);
-            page.missed = page.next - after;
-        }
-        let (mut bytes, mut scanned) = (0, 0);
-        let start = (page.next + 1).saturating_sub(first) as usize;
-        for slot in state.entries.range(start.min(state.entries.len())..) {
-            let full = page.entries.len() >= max || bytes >= PAGE_BYTES;
-            if slot.entry.seq > until || scanned == PAGE_SCAN || full {
-                break;
-            }
-            scanned += 1;
-            page.next = slot.entry.seq;
-            if keep(&slot.entry) {
-                bytes += slot.bytes;
-                page.entries.push(slot.entry.clone());
-            }
-        }
-        page
-    }
-
-    /// Entries completed from position `from` on that `keep` keeps, in completion order, with
-    /// the same limits as [`Self::page`]; [`LivePage::Behind`] when `from` has left memory.
-    pub fn live_page(&self, from: u64, max: usize, keep: impl Fn(&Entry) -> bool) -> LivePage {
-        let state = self.state();
-        let gone = |i: usize| state.log.range(i..).filter(|l| l.is_none()).count() as u64;
-        let Some(mut i) = from.checked_sub(state.log_base).map(|i| i as usize) else {
-            return LivePage::Behind(state.log_base - from + gone(0));
-        };
-        let (mut out, mut bytes, mut scanned) = (Vec::new(), 0, 0);
-        while let Some(logged) = state.log.get(i) {
-            if out.len() >= max || bytes >= PAGE_BYTES || scanned == PAGE_SCAN {
-                break;
-            }
-            let Some((entry, size)) = logged else {
-                if out.is_empty() {
-                    return LivePage::Behind(gone(i));
-                }
-                break;
-            };
-            scanned += 1;
-            i += 1;
-            if keep(entry) {
-                bytes += size;
-                out.push(entry.clone());
-            }
-        }
-        LivePage::Entries(out, state.log_base + i as u64)
     }
 
     /// Resolves at the next append or completion; enable it (or poll it once) before looking,
