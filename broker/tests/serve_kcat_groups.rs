@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::{kcat_with, JournalFile, Server};
+use common::{at_bootstrap, kcat_with, JournalFile, Server};
 
 const LINES: usize = 300;
 
@@ -62,11 +62,7 @@ fn a_kcat_group_consumer_commits_what_it_read_and_the_next_one_in_the_group_read
     ]);
     let bootstrap = server.bootstrap.clone();
     let kcat = |args: &[&str], stdin: &str| {
-        let args: Vec<&str> = ["-b", bootstrap.as_str()]
-            .iter()
-            .chain(args)
-            .copied()
-            .collect();
+        let args = at_bootstrap(&bootstrap, args);
         kcat_with(&args, stdin, || {
             format!("group requests:\n{}", group_traffic(&journal))
         })

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use kmock::{Checks, Entry};
 
-use common::{kcat_within, JournalFile, Server};
+use common::{at_bootstrap, kcat_within, JournalFile, Server};
 
 /// Hang guard for each kcat run: generous, it only catches a run that never ends.
 const KCAT_S: u32 = 180;
@@ -104,11 +104,7 @@ fn kcat_lists_metadata_keeps_keyed_order_resumes_a_group_and_commits_a_transacti
     ]);
     let bootstrap = server.bootstrap.clone();
     let kcat = |args: &[&str], stdin: &str| {
-        let args: Vec<&str> = ["-b", bootstrap.as_str()]
-            .iter()
-            .chain(args)
-            .copied()
-            .collect();
+        let args = at_bootstrap(&bootstrap, args);
         kcat_within(KCAT_S, &args, stdin, String::new)
     };
 

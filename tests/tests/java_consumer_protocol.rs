@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use common::groups::fetched_below_commits;
+use common::groups::{consumer_protocol_only, fetched_below_commits};
 use common::member::{keep_producing, partitioned};
 use kafka_protocol::messages::ApiKey;
 use kmock::{Checks, Cluster, Rule};
@@ -249,12 +249,7 @@ async fn run(faults: bool) -> Result<()> {
     let (first, third) = (first.close().await?, third.close().await?);
 
     let journal = cluster.journal();
-    let heartbeats = journal.api("ConsumerGroupHeartbeat").count();
-    let joins = journal.api("JoinGroup").count();
-    ensure!(
-        heartbeats > 0 && joins == 0,
-        "{heartbeats} ConsumerGroupHeartbeat and {joins} JoinGroup requests: not the consumer protocol"
-    );
+    let heartbeats = consumer_protocol_only(&journal)?;
     let again = fetched_below_commits(journal.entries(), GROUP, TOPIC, "java-");
     let report = cluster.check(&Checks::default());
     let failures: Vec<&String> = [&first, &second, &third]

@@ -33,7 +33,7 @@ use common::commit_retries::{
     is_held_commit_sent_after_reconnect, is_held_commit_sent_late, is_revocation_commit_sent_late,
     is_stale_commit_retry,
 };
-use common::groups::fetched_below_commits;
+use common::groups::{consumer_protocol_only, fetched_below_commits};
 use common::member::{describe, keep_producing, settle, wait_members, Member, SETTLE_TIMEOUT};
 use kafka_protocol::messages::ApiKey;
 use kmock::check::Severity;
@@ -216,12 +216,7 @@ async fn run(faults: bool) -> Result<usize> {
     let errors = [first.close(), errors_2, third.close()].concat();
 
     let journal = cluster.journal();
-    let heartbeats = journal.api("ConsumerGroupHeartbeat").count();
-    let joins = journal.api("JoinGroup").count();
-    ensure!(
-        heartbeats > 0 && joins == 0,
-        "the members used {heartbeats} ConsumerGroupHeartbeat and {joins} JoinGroup requests: not the consumer protocol"
-    );
+    let heartbeats = consumer_protocol_only(&journal)?;
     let again = fetched_below_commits(journal.entries(), GROUP, TOPIC, "consumer");
     let report = cluster.check(&Checks::default());
     if !report.is_clean() || !again.is_empty() {

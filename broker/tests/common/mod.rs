@@ -209,6 +209,11 @@ pub fn kcat(args: &[&str], stdin: &str) -> String {
     kcat_with(args, stdin, String::new)
 }
 
+/// kcat's arguments with `-b BOOTSTRAP` in front.
+pub fn at_bootstrap<'a>(bootstrap: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    ["-b", bootstrap].iter().chain(args).copied().collect()
+}
+
 /// As [`kcat`], with `context()` (say, the journal's view of the traffic) added to the failure
 /// message.
 pub fn kcat_with(args: &[&str], stdin: &str, context: impl FnOnce() -> String) -> String {

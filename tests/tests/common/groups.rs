@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use kmock::journal::RequestSummary;
-use kmock::Entry;
+use kmock::{Entry, JournalSnapshot};
 
 /// Kafka's internal topic whose partition leaders coordinate groups.
 pub const CONSUMER_OFFSETS: &str = "__consumer_offsets";
@@ -88,4 +88,16 @@ pub fn fetched_below_commits(
         }
     }
     found
+}
+
+/// Fails unless the group's members spoke the KIP-848 consumer protocol only: at least one
+/// ConsumerGroupHeartbeat and no JoinGroup in the journal. Gives the heartbeat count.
+pub fn consumer_protocol_only(journal: &JournalSnapshot) -> anyhow::Result<usize> {
+    let heartbeats = journal.api("ConsumerGroupHeartbeat").count();
+    let joins = journal.api("JoinGroup").count();
+    anyhow::ensure!(
+        heartbeats > 0 && joins == 0,
+        "the members sent {heartbeats} ConsumerGroupHeartbeat and {joins} JoinGroup requests: not the consumer protocol"
+    );
+    Ok(heartbeats)
 }

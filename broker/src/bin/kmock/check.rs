@@ -78,17 +78,8 @@ pub(crate) fn check(args: &Check) -> i32 {
             return 2;
         }
     };
-    let entries = std::fs::File::open(&args.journal)
-        .map_err(|e| e.to_string())
-        .and_then(|f| {
-            kmock::journal::read_jsonl(std::io::BufReader::new(f)).map_err(|e| e.to_string())
-        });
-    let entries = match entries {
-        Ok(entries) => entries,
-        Err(e) => {
-            eprintln!("kmock check: {}: {e}", args.journal.display());
-            return 2;
-        }
+    let Some(entries) = crate::read_journal("check", &args.journal) else {
+        return 2;
     };
     let report = kmock::check::run(&entries, &checks);
     match args.format {

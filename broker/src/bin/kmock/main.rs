@@ -91,3 +91,17 @@ fn cli() -> Cli {
     });
     Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
 }
+
+/// Reads a journal written as JSON Lines (`--journal` of `kmock serve`) for a subcommand that
+/// reads one; on failure prints `kmock SUBCOMMAND: PATH: reason` to stderr and gives `None`
+/// (the caller exits 2).
+fn read_journal(subcommand: &str, path: &std::path::Path) -> Option<Vec<kmock::Entry>> {
+    let entries = std::fs::File::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            kmock::journal::read_jsonl(std::io::BufReader::new(f)).map_err(|e| e.to_string())
+        });
+    entries
+        .map_err(|e| eprintln!("kmock {subcommand}: {}: {e}", path.display()))
+        .ok()
+}

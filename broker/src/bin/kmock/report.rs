@@ -22,17 +22,8 @@ pub(crate) fn report(args: &ReportArgs) -> i32 {
         );
         return 2;
     }
-    let entries = std::fs::File::open(&args.journal)
-        .map_err(|e| e.to_string())
-        .and_then(|f| {
-            kmock::journal::read_jsonl(std::io::BufReader::new(f)).map_err(|e| e.to_string())
-        });
-    let entries = match entries {
-        Ok(entries) => entries,
-        Err(e) => {
-            eprintln!("kmock report: {}: {e}", args.journal.display());
-            return 2;
-        }
+    let Some(entries) = crate::read_journal("report", &args.journal) else {
+        return 2;
     };
     let report = kmock::check::run(&entries, &kmock::Checks::default());
     let title = format!("kmock report: {}", args.journal.display());
