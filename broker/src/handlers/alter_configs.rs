@@ -11,9 +11,8 @@
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
-use kafka_protocol::ResponseError;
 
-use super::config_changes::{alter, named_twice, preprocess, Op, Refusal};
+use super::config_changes::{change_each, Change, Op};
 use super::Ctx;
 
 /// Versions implemented.
@@ -21,61 +20,39 @@ pub const VERSIONS: VersionRange = AlterConfigsRequest::VERSIONS;
 
 /// Replaces (or, `validate_only`, checks) each resource's configs.
 pub fn handle(ctx: &Ctx<'_>, request: AlterConfigsRequest, _version: i16) -> AlterConfigsResponse {
-    let twice = named_twice(
-        request
-            .resources
-            .iter()
-            .map(|r| (r.resource_type, r.resource_name.as_str())),
-    );
-    let mut state = ctx.shared.state();
+    let changes = request
+        .resources
+        .iter()
+        .map(|r| Change {
+            resource_type: r.resource_type,
+            name: r.resource_name.as_str(),
+            keys: r.configs.iter().map(|c| c.name.as_str()).collect(),
+            nulls: r
+                .configs
+                .iter()
+                .filter(|c| c.value.is_none())
+                .map(|c| c.name.as_str())
+                .collect(),
+            ops: Ok(r
+                .configs
+                .iter()
+                .map(|c| {
+                    let value = c.value.as_deref().unwrap_or_default().to_owned();
+                    (c.name.to_string(), Op::Set(value))
+                })
+                .collect()),
+        })
+        .collect();
+    let outcomes = change_each(ctx, changes, true, request.validate_only);
     let responses = request
         .resources
         .iter()
-        .zip(twice)
-        .map(|(r, twice)| {
-            let name = r.resource_name.as_str();
-            let result: Result<(), Refusal> = if twice {
-                Err((
-                    ResponseError::InvalidRequest,
-                    "Each resource must appear at most once.".to_owned(),
-                ))
-            } else {
-                let nulls = r
-                    .configs
-                    .iter()
-                    .filter(|c| c.value.is_none())
-                    .map(|c| c.name.as_str())
-                    .collect();
-                preprocess(
-                    ctx,
-                    r.resource_type,
-                    name,
-                    r.configs.iter().map(|c| c.name.as_str()),
-                    nulls,
-                )
-                .and_then(|()| {
-                    let ops: Vec<(String, Op)> = r
-                        .configs
-                        .iter()
-                        .map(|c| {
-                            let value = c.value.as_deref().unwrap_or_default().to_owned();
-                            (c.name.to_string(), Op::Set(value))
-                        })
-                        .collect();
-                    alter(
-                        &mut state,
-                        r.resource_type,
-                        name,
-                        &ops,
-                        true,
-                        request.validate_only,
-                    )
-                })
-            };
+        .zip(outcomes)
+        .map(|(r, outcome)| {
             let response = AlterConfigsResourceResponse::default()
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone());
-            match result {
+            match outcome {
                 Ok(()) => response,
                 Err((error, message)) => response
                     .with_error_code(error.code())

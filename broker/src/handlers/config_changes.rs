@@ -59,6 +59,55 @@ pub fn named_twice<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> Vec<bo
     all.iter().map(|r| twice.contains(r)).collect()
 }
 
+/// One resource of an AlterConfigs or IncrementalAlterConfigs request, read for
+/// [`change_each`].
+#[derive(Debug)]
+pub struct Change<'a> {
+    /// The resource type: [`RESOURCE_TOPIC`], [`RESOURCE_BROKER`] or another (refused).
+    pub resource_type: i8,
+    /// The topic name, or the broker's node id (empty for the cluster-wide default).
+    pub name: &'a str,
+    /// Every config key named, in request order.
+    pub keys: Vec<&'a str>,
+    /// The keys whose value is null where the operation needs one.
+    pub nulls: Vec<&'a str>,
+    /// The operations, or why they cannot be read (checked after [`preprocess`]).
+    pub ops: Result<Vec<(String, Op)>, Refusal>,
+}
+
+/// Checks and applies (or, `validate_only`, only checks) each resource's changes in request
+/// order, under one hold of the state lock, in Kafka's order: a resource named twice, then
+/// [`preprocess`], then the operations, then [`alter`] (`replace`: AlterConfigs' legacy
+/// semantics). Gives each resource's outcome, in request order.
+pub fn change_each(
+    ctx: &Ctx<'_>,
+    changes: Vec<Change<'_>>,
+    replace: bool,
+    validate_only: bool,
+) -> Vec<Result<(), Refusal>> {
+    let twice = named_twice(changes.iter().map(|c| (c.resource_type, c.name)));
+    let mut state = ctx.shared.state();
+    changes
+        .into_iter()
+        .zip(twice)
+        .map(|(c, twice)| {
+            if twice {
+                return Err(invalid("Each resource must appear at most once."));
+            }
+            preprocess(ctx, c.resource_type, c.name, c.keys.into_iter(), c.nulls)?;
+            let ops = c.ops?;
+            alter(
+                &mut state,
+                c.resource_type,
+                c.name,
+                &ops,
+                replace,
+                validate_only,
+            )
+        })
+        .collect()
+}
+
 /// Checks a resource's config keys (none twice) and type, and a broker resource's name, as
 /// Kafka's `ConfigAdminManager.preprocess`.
 ///

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterC
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
-use super::config_changes::{alter, named_twice, preprocess, Op, Refusal};
+use super::config_changes::{change_each, Change, Op};
 use super::Ctx;
 
 /// Versions implemented.
@@ -31,76 +31,53 @@ pub fn handle(
     request: IncrementalAlterConfigsRequest,
     _version: i16,
 ) -> IncrementalAlterConfigsResponse {
-    let twice = named_twice(
-        request
-            .resources
-            .iter()
-            .map(|r| (r.resource_type, r.resource_name.as_str())),
-    );
-    let mut state = ctx.shared.state();
+    let changes = request
+        .resources
+        .iter()
+        .map(|r| Change {
+            resource_type: r.resource_type,
+            name: r.resource_name.as_str(),
+            keys: r.configs.iter().map(|c| c.name.as_str()).collect(),
+            nulls: r
+                .configs
+                .iter()
+                .filter(|c| c.config_operation != 1 && c.value.is_none())
+                .map(|c| c.name.as_str())
+                .collect(),
+            ops: r
+                .configs
+                .iter()
+                .map(|c| {
+                    let value = || c.value.as_deref().unwrap_or_default().to_owned();
+                    let op = match c.config_operation {
+                        0 => Op::Set(value()),
+                        1 => Op::Delete,
+                        2 => Op::Append(value()),
+                        3 => Op::Subtract(value()),
+                        // Kafka's controller fails on an operation it does not
+                        // know (`OpType.forId` is null), answered as this.
+                        other => {
+                            return Err((
+                                ResponseError::UnknownServerError,
+                                format!("Unknown operations type {other}"),
+                            ))
+                        }
+                    };
+                    Ok((c.name.to_string(), op))
+                })
+                .collect(),
+        })
+        .collect();
+    let outcomes = change_each(ctx, changes, false, request.validate_only);
     let responses = request
         .resources
         .iter()
-        .zip(twice)
-        .map(|(r, twice)| {
-            let name = r.resource_name.as_str();
-            let result: Result<(), Refusal> = if twice {
-                Err((
-                    ResponseError::InvalidRequest,
-                    "Each resource must appear at most once.".to_owned(),
-                ))
-            } else {
-                let nulls = r
-                    .configs
-                    .iter()
-                    .filter(|c| c.config_operation != 1 && c.value.is_none())
-                    .map(|c| c.name.as_str())
-                    .collect();
-                preprocess(
-                    ctx,
-                    r.resource_type,
-                    name,
-                    r.configs.iter().map(|c| c.name.as_str()),
-                    nulls,
-                )
-                .and_then(|()| {
-                    r.configs
-                        .iter()
-                        .map(|c| {
-                            let value = || c.value.as_deref().unwrap_or_default().to_owned();
-                            let op = match c.config_operation {
-                                0 => Op::Set(value()),
-                                1 => Op::Delete,
-                                2 => Op::Append(value()),
-                                3 => Op::Subtract(value()),
-                                // Kafka's controller fails on an operation it does not
-                                // know (`OpType.forId` is null), answered as this.
-                                other => {
-                                    return Err((
-                                        ResponseError::UnknownServerError,
-                                        format!("Unknown operations type {other}"),
-                                    ))
-                                }
-                            };
-                            Ok((c.name.to_string(), op))
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .and_then(|ops| {
-                    alter(
-                        &mut state,
-                        r.resource_type,
-                        name,
-                        &ops,
-                        false,
-                        request.validate_only,
-                    )
-                })
-            };
+        .zip(outcomes)
+        .map(|(r, outcome)| {
             let response = AlterConfigsResourceResponse::default()
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone());
-            match result {
+            match outcome {
                 Ok(()) => response,
                 Err((error, message)) => response
                     .with_error_code(error.code())
