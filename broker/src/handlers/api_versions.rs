@@ -170,9 +170,18 @@ mod tests {
         assert_eq!(check(None, 1), Some(ResponseError::InvalidRequest));
         assert_eq!(check(None, -2), Some(ResponseError::InvalidRequest));
         assert_eq!(check(Some("abc"), -1), Some(ResponseError::InvalidRequest));
-        assert_eq!(check(Some("abc"), 7), Some(ResponseError::RebootstrapRequired));
-        assert_eq!(check(Some("abc"), -2), Some(ResponseError::RebootstrapRequired));
-        assert_eq!(check(Some("xyz"), 1), Some(ResponseError::RebootstrapRequired));
+        assert_eq!(
+            check(Some("abc"), 7),
+            Some(ResponseError::RebootstrapRequired)
+        );
+        assert_eq!(
+            check(Some("abc"), -2),
+            Some(ResponseError::RebootstrapRequired)
+        );
+        assert_eq!(
+            check(Some("xyz"), 1),
+            Some(ResponseError::RebootstrapRequired)
+        );
         assert_eq!(check(Some(""), 1), Some(ResponseError::RebootstrapRequired));
     }
 

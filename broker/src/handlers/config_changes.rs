@@ -90,7 +90,9 @@ fn broker_value_error(key: &str, value: &str) -> Option<String> {
 /// `ops`, or `None`.
 fn broker_refusal(name: &str, ops: &[(String, Op)]) -> Option<String> {
     let keys = || ops.iter().map(|(k, _)| k.as_str());
-    let fixed: Vec<&str> = keys().filter(|k| STATIC_BROKER_CONFIGS.contains(k)).collect();
+    let fixed: Vec<&str> = keys()
+        .filter(|k| STATIC_BROKER_CONFIGS.contains(k))
+        .collect();
     if !fixed.is_empty() {
         return Some(format!(
             "Cannot update these configs dynamically: Set({})",
@@ -345,14 +347,23 @@ mod tests {
     #[test]
     fn broker_configs_refused_as_kafka_4_4_refuses_them() {
         let set = |k: &str, v: &str| vec![(k.to_owned(), Op::Set(v.to_owned()))];
-        for key in ["broker.id", "log.dirs", "process.roles", "auto.create.topics.enable"] {
+        for key in [
+            "broker.id",
+            "log.dirs",
+            "process.roles",
+            "auto.create.topics.enable",
+        ] {
             assert!(broker_refusal("1", &set(key, "2")).is_some(), "{key}");
             assert!(broker_refusal("", &set(key, "2")).is_some(), "{key}");
         }
         for key in ["listeners", "listener.name.plaintext.ssl.keystore.location"] {
             assert!(broker_refusal("", &set(key, "x")).is_some(), "{key}");
         }
-        assert!(broker_refusal("1", &set("listener.name.plaintext.ssl.keystore.location", "x")).is_none());
+        assert!(broker_refusal(
+            "1",
+            &set("listener.name.plaintext.ssl.keystore.location", "x")
+        )
+        .is_none());
         assert!(broker_refusal("1", &set("log.cleaner.threads", "many")).is_some());
         assert!(broker_refusal("", &set("message.max.bytes", "-1")).is_some());
         assert!(broker_refusal("", &set("log.cleaner.threads", "2")).is_none());
@@ -366,7 +377,10 @@ mod tests {
         let configs = BTreeMap::from([("cleanup.policy".to_owned(), "delete".to_owned())]);
         let ops = [("cleanup.policy".to_owned(), Op::Append(String::new()))];
         let refused = changed(configs, &ops, false, |k| k == "cleanup.policy");
-        assert_eq!(refused.map_err(|(e, _)| e), Err(ResponseError::InvalidConfig));
+        assert_eq!(
+            refused.map_err(|(e, _)| e),
+            Err(ResponseError::InvalidConfig)
+        );
     }
 
     #[test]

@@ -66,7 +66,11 @@ async fn describe_topic_partitions_same_topic_twice(cx: Ctx) -> Result<Lines> {
     let a = cx.create(&client, "a", 2, &[]).await?;
     let twice = [a.as_str(), a.as_str()];
     let mut lines = page(&cx, &client, &twice, 10, None).await?.0;
-    lines.extend(page(&cx, &client, &twice, 1, Some((a.as_str(), 1))).await?.0);
+    lines.extend(
+        page(&cx, &client, &twice, 1, Some((a.as_str(), 1)))
+            .await?
+            .0,
+    );
     Ok(lines)
 }
 

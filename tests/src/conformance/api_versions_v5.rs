@@ -68,7 +68,11 @@ async fn ask(cx: &Ctx, label: &str, version: i16, body: &[u8]) -> Result<String>
         .map_or("absent".to_owned(), |k| {
             format!("{}..={}", k.min_version, k.max_version)
         });
-    let listed = if answer.api_keys.len() > 1 { "yes" } else { "no" };
+    let listed = if answer.api_keys.len() > 1 {
+        "yes"
+    } else {
+        "no"
+    };
     Ok(format!(
         "{label}: {}, APIs listed {listed}, ApiVersions {own}",
         err(answer.error_code)
@@ -78,7 +82,10 @@ async fn ask(cx: &Ctx, label: &str, version: i16, body: &[u8]) -> Result<String>
 /// This broker's cluster id and node id, from Metadata.
 async fn target(cx: &Ctx) -> Result<(String, i32)> {
     let metadata = cx.connect().await?.metadata(Some(&[])).await?;
-    let cluster = metadata.cluster_id.map(|c| c.to_string()).unwrap_or_default();
+    let cluster = metadata
+        .cluster_id
+        .map(|c| c.to_string())
+        .unwrap_or_default();
     Ok((cluster, metadata.brokers[0].node_id.0))
 }
 
@@ -126,7 +133,10 @@ async fn api_versions_v5_naming_a_node_without_a_cluster(cx: Ctx) -> Result<Line
     let mut lines = Vec::new();
     for other in [node, -2] {
         let b = body("kmock-tests", Some((None, other)), &[0]);
-        let label = format!("v5 null cluster, node {}", if other == node { "this" } else { "-2" });
+        let label = format!(
+            "v5 null cluster, node {}",
+            if other == node { "this" } else { "-2" }
+        );
         lines.push(ask(&cx, &label, 5, &b).await?);
     }
     Ok(lines)

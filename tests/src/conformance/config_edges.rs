@@ -99,7 +99,12 @@ async fn incremental_alter_configs_read_only_broker_configs(cx: Ctx) -> Result<L
 async fn incremental_alter_configs_unknown_broker_configs(cx: Ctx) -> Result<Lines> {
     let set: Ops = &[("no.such.config", SET, Some("1"))];
     let delete: Ops = &[("no.such.config", DELETE, None)];
-    each(&cx, BROKER, &[("1", set), ("", set), ("1", delete), ("", delete)]).await
+    each(
+        &cx,
+        BROKER,
+        &[("1", set), ("", set), ("1", delete), ("", delete)],
+    )
+    .await
 }
 
 /// Dynamic broker configs, per broker and cluster-wide, with good and bad values.
@@ -124,11 +129,24 @@ async fn incremental_alter_configs_dynamic_broker_configs(cx: Ctx) -> Result<Lin
 async fn incremental_alter_configs_broker_named_twice(cx: Ctx) -> Result<Lines> {
     let client = cx.connect().await?;
     let ops: Ops = &[("log.cleaner.threads", SET, Some("2"))];
-    let mut lines = incremental(&cx, &client, 1, true, &[(BROKER, "1", ops), (BROKER, "1", ops)])
-        .await?;
+    let mut lines = incremental(
+        &cx,
+        &client,
+        1,
+        true,
+        &[(BROKER, "1", ops), (BROKER, "1", ops)],
+    )
+    .await?;
     let client = cx.connect().await?;
     lines.extend(
-        incremental(&cx, &client, 1, true, &[(BROKER, "", ops), (BROKER, "", ops)]).await?,
+        incremental(
+            &cx,
+            &client,
+            1,
+            true,
+            &[(BROKER, "", ops), (BROKER, "", ops)],
+        )
+        .await?,
     );
     Ok(lines)
 }
@@ -224,7 +242,11 @@ async fn alter_configs_broker_resources(cx: Ctx) -> Result<Lines> {
         (BROKER, "", &[("listeners", Some("x"))][..]),
         (BROKER, "1", &[("no.such.config", Some("1"))][..]),
         (BROKER, "1", &[][..]),
-        (BROKER_LOGGER, "1", &[("kafka.server.KafkaApis", Some("DEBUG"))][..]),
+        (
+            BROKER_LOGGER,
+            "1",
+            &[("kafka.server.KafkaApis", Some("DEBUG"))][..],
+        ),
     ] {
         let client = cx.connect().await?;
         lines.extend(legacy(&cx, &client, 2, true, (kind, resource, configs)).await?);

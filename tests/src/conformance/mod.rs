@@ -25,6 +25,7 @@ mod describe_topic_partitions;
 mod each_version;
 mod edges;
 mod fetch;
+mod fetch_edges;
 mod groups;
 mod idempotence;
 mod ids;
@@ -108,6 +109,7 @@ pub fn all() -> Vec<Case> {
         config_edges::CASES,
         &admin_edges::cases(),
         log_edges::CASES,
+        fetch_edges::CASES,
     ]
     .concat()
 }

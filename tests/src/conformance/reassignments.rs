@@ -67,7 +67,11 @@ pub(super) async fn alter(
 
 /// ListPartitionReassignments of `asked` (or all): the top-level error and the reassignments of
 /// this case's topics.
-pub(super) async fn list(cx: &Ctx, client: &Client, asked: Option<&[(&str, &[i32])]>) -> Result<Lines> {
+pub(super) async fn list(
+    cx: &Ctx,
+    client: &Client,
+    asked: Option<&[(&str, &[i32])]>,
+) -> Result<Lines> {
     let request = ListPartitionReassignmentsRequest::default()
         .with_timeout_ms(30_000)
         .with_topics(asked.map(|topics| {

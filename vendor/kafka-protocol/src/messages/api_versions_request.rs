@@ -91,7 +91,8 @@ impl ApiVersionsRequest {
 #[cfg(feature = "client")]
 impl Encodable for ApiVersionsRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 5 { // kmock patch: ApiVersions v5
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5
             bail!("specified version not supported by this message type");
         }
         if version >= 3 {
@@ -151,7 +152,8 @@ impl Encodable for ApiVersionsRequest {
 #[cfg(feature = "broker")]
 impl Decodable for ApiVersionsRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 5 { // kmock patch: ApiVersions v5
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5
             bail!("specified version not supported by this message type");
         }
         let client_software_name = if version >= 3 {
