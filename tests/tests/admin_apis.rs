@@ -62,9 +62,13 @@ async fn metadata_of(client: &Client, topic: &str) -> Result<MetadataResponseTop
 async fn delete(client: &Client, v: i16, topic: &str) -> Result<String> {
     let request = if v >= 6 {
         let state = DeleteTopicState::default().with_name(Some(name(topic)));
-        DeleteTopicsRequest::default().with_topics(vec![state])
+        DeleteTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(vec![state])
     } else {
-        DeleteTopicsRequest::default().with_topic_names(vec![name(topic)])
+        DeleteTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topic_names(vec![name(topic)])
     };
     Ok(err(client.send(request, v).await?.responses[0].error_code))
 }
@@ -74,7 +78,9 @@ async fn grow(client: &Client, v: i16, topic: &str, count: i32) -> Result<String
         .with_name(name(topic))
         .with_count(count)
         .with_assignments(None);
-    let request = CreatePartitionsRequest::default().with_topics(vec![topic]);
+    let request = CreatePartitionsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![topic]);
     Ok(err(client.send(request, v).await?.results[0].error_code))
 }
 

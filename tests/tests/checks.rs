@@ -447,6 +447,7 @@ async fn a_topic_deleted_and_created_again_is_not_a_lost_write() {
     client
         .send(
             kafka_protocol::messages::DeleteTopicsRequest::default()
+                .with_timeout_ms(30_000)
                 .with_topic_names(vec![common::name("t")]),
             5,
         )

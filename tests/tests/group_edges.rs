@@ -42,7 +42,9 @@ async fn committed_offsets_are_forgotten_when_their_topic_is_deleted() -> Result
     )?;
     let deleted = client
         .send(
-            DeleteTopicsRequest::default().with_topic_names(vec![name("t")]),
+            DeleteTopicsRequest::default()
+                .with_timeout_ms(30_000)
+                .with_topic_names(vec![name("t")]),
             5,
         )
         .await?;

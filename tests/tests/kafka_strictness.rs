@@ -86,7 +86,9 @@ async fn create_topics_reports_the_first_problem_in_kafkas_order() -> Result<()>
 #[tokio::test]
 async fn delete_topics_naming_a_topic_twice_deletes_nothing() -> Result<()> {
     let (_cluster, client) = start(1, &["d1"], 1).await?;
-    let request = DeleteTopicsRequest::default().with_topic_names(vec![name("d1"), name("d1")]);
+    let request = DeleteTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topic_names(vec![name("d1"), name("d1")]);
     let answer = client.send(request, 5).await?;
     for r in &answer.responses {
         code_is(
@@ -108,7 +110,9 @@ async fn create_partitions_with_a_count_of_i32_min_is_invalid_partitions() -> Re
         .with_assignments(None);
     let answer = client
         .send(
-            CreatePartitionsRequest::default().with_topics(vec![grow]),
+            CreatePartitionsRequest::default()
+                .with_timeout_ms(30_000)
+                .with_topics(vec![grow]),
             3,
         )
         .await?;

@@ -263,7 +263,9 @@ async fn unknown_topics_topic_ids_and_partitions_are_refused() -> Result<()> {
     // A topic id that no longer names a topic: that of a deleted topic.
     let doomed = addressed(&client, "doomed", 13).await?;
     let gone = DeleteTopicState::default().with_name(Some(name("doomed")));
-    let request = DeleteTopicsRequest::default().with_topics(vec![gone]);
+    let request = DeleteTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![gone]);
     let deleted = client.send(request, 6).await?;
     code_is("deleting doomed", deleted.responses[0].error_code, None)?;
     let (mut topics, mut partitions) = (Vec::new(), Vec::new());

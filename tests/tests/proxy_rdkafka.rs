@@ -269,9 +269,9 @@ async fn a_proxy_refuses_fake_only_operations_and_takes_its_listener_down() -> R
     Ok(())
 }
 
-/// ApiVersions one version past the codec's (v5): the proxy cannot decode it, forwards it
-/// untouched and journals what its header says; Kafka 4.4 closes the connection on it, and so
-/// the proxy closes the client's.
+/// ApiVersions one version past the codec's (v6, the codec reading v5): the proxy cannot
+/// decode it, forwards it untouched and journals what its header says; the client gets Kafka's
+/// own verdict (Kafka 4.4 answers v6 with the v0 UNSUPPORTED_VERSION answer, KIP-511).
 #[tokio::test]
 async fn a_request_the_codec_cannot_decode_is_forwarded_and_kafka_s_verdict_kept() -> Result<()> {
     let kafka = RealKafka::start()?;

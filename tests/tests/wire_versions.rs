@@ -342,11 +342,15 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         ApiKey::DeleteTopics => {
             let gone = format!("gone-v{v}");
             let request = if v >= 6 {
-                DeleteTopicsRequest::default().with_topics(vec![
-                    DeleteTopicState::default().with_name(Some(name(&gone)))
-                ])
+                DeleteTopicsRequest::default()
+                    .with_timeout_ms(30_000)
+                    .with_topics(vec![
+                        DeleteTopicState::default().with_name(Some(name(&gone)))
+                    ])
             } else {
-                DeleteTopicsRequest::default().with_topic_names(vec![name(&gone)])
+                DeleteTopicsRequest::default()
+                    .with_timeout_ms(30_000)
+                    .with_topic_names(vec![name(&gone)])
             };
             let answer = f.broker().await?.send(request, v).await?;
             code_is("topic error", answer.responses[0].error_code, None)?;
@@ -402,7 +406,9 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
                 .with_name(name("grows"))
                 .with_count(count)
                 .with_assignments(None); // leaders placed by the broker
-            let request = CreatePartitionsRequest::default().with_topics(vec![topic]);
+            let request = CreatePartitionsRequest::default()
+                .with_timeout_ms(30_000)
+                .with_topics(vec![topic]);
             let answer = f.broker().await?.send(request, v).await?;
             code_is("error", answer.results[0].error_code, None)?;
             ensure!(

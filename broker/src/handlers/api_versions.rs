@@ -1,4 +1,4 @@
-//! ApiVersions (API key 18), versions 0–4.
+//! ApiVersions (API key 18), versions 0–5.
 //!
 //! Answers from [`super::REGISTRY`], within what the broker of the emulated Kafka release
 //! advertised ([`super::advertised_versions`], [`crate::KafkaVersion`]): emulating 2.8, kmock
@@ -10,6 +10,11 @@
 //! `ApiVersionsRequest` handling does (KIP-511).
 //! From v3, a client software name or version that is not `[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?`
 //! gets INVALID_REQUEST with no API list, as Kafka's `ApiVersionsRequest.isValid`.
+//! From v5 (KIP-1242) the client may name the cluster and node it means to reach: naming one
+//! without the other (a null `cluster_id` with a `node_id` other than -1, or the reverse) is
+//! INVALID_REQUEST; naming both where either is not this cluster's id or this broker's node id
+//! is REBOOTSTRAP_REQUIRED, with no API list; as Kafka 4.4.0 answers (both seen on the wire:
+//! the `api_versions_v5_*` conformance cases).
 //!
 //! From v3, the `transaction.version` feature finalized at the cluster's
 //! [`crate::TransactionVersion`] (min and max level both 1 or 2), and from v4 supported 0–2 (a
@@ -23,10 +28,9 @@
 //! at.
 //!
 //! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
-//! recordings in `fixtures/conformance/`): ApiVersions itself stops at v4, the codec's highest,
-//! where Kafka 4.4 serves v5 (`api_versions_unsupported_version`); Produce is advertised from v3, where Kafka 4.4 advertises
+//! recordings in `fixtures/conformance/`): Produce is advertised from v3, where Kafka 4.4 advertises
 //! v0 and closes the connection of a v0–v2 request; ListOffsets, OffsetCommit, OffsetFetch,
-//! ApiVersions, DeleteGroups, TxnOffsetCommit and DescribeLogDirs stop one version below Kafka
+//! DeleteGroups, TxnOffsetCommit and DescribeLogDirs stop one version below Kafka
 //! 4.4 (`api_versions_implemented_apis`). Kafka 4.4 without a client telemetry plugin does not
 //! advertise GetTelemetrySubscriptions and PushTelemetry (`api_versions_every_api`); neither
 //! does kmock.
@@ -52,6 +56,10 @@ pub fn handle(ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiVe
     if !valid {
         return ApiVersionsResponse::default()
             .with_error_code(ResponseError::InvalidRequest.code());
+    }
+    let config = &ctx.shared.config;
+    if let Some(error) = target_error(&config.cluster_id, ctx.node_id, &request, version) {
+        return ApiVersionsResponse::default().with_error_code(error.code());
     }
     let kafka_version = ctx.shared.config.kafka_version;
     let answer = ApiVersionsResponse::default().with_api_keys(api_keys(kafka_version));
@@ -79,6 +87,26 @@ pub fn handle(ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiVe
 
 /// Kafka's name of the transaction protocol feature (`TransactionVersion.FEATURE_NAME`).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
+
+/// The v5 check of the cluster and node the client means to reach (KIP-1242), on the broker
+/// `node_id` of the cluster `cluster_id`: `None` when it names neither or names this broker of
+/// this cluster.
+fn target_error(
+    cluster_id: &str,
+    node_id: i32,
+    request: &ApiVersionsRequest,
+    version: i16,
+) -> Option<ResponseError> {
+    if version < 5 {
+        return None;
+    }
+    match (&request.cluster_id, request.node_id) {
+        (None, -1) => None,
+        (None, _) | (Some(_), -1) => Some(ResponseError::InvalidRequest),
+        (Some(cluster), node) => (cluster.as_str() != cluster_id || node != node_id)
+            .then_some(ResponseError::RebootstrapRequired),
+    }
+}
 
 fn is_valid_software_field(s: &str) -> bool {
     let alphanumeric = |c: char| c.is_ascii_alphanumeric();
@@ -119,4 +147,46 @@ fn api_keys(kafka_version: KafkaVersion) -> Vec<ApiVersion> {
         .collect();
     keys.sort_by_key(|k| k.api_key);
     keys
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::protocol::StrBytes;
+
+    use super::*;
+
+    fn asking(cluster: Option<&'static str>, node: i32) -> ApiVersionsRequest {
+        ApiVersionsRequest::default()
+            .with_cluster_id(cluster.map(StrBytes::from_static_str))
+            .with_node_id(node)
+    }
+
+    /// As Kafka 4.4.0 answered each on the wire (`api_versions_v5_*` conformance cases).
+    #[test]
+    fn v5_checks_the_cluster_and_node_named_both_or_neither() {
+        let check = |cluster, node| target_error("abc", 1, &asking(cluster, node), 5);
+        assert_eq!(check(None, -1), None);
+        assert_eq!(check(Some("abc"), 1), None);
+        assert_eq!(check(None, 1), Some(ResponseError::InvalidRequest));
+        assert_eq!(check(None, -2), Some(ResponseError::InvalidRequest));
+        assert_eq!(check(Some("abc"), -1), Some(ResponseError::InvalidRequest));
+        assert_eq!(
+            check(Some("abc"), 7),
+            Some(ResponseError::RebootstrapRequired)
+        );
+        assert_eq!(
+            check(Some("abc"), -2),
+            Some(ResponseError::RebootstrapRequired)
+        );
+        assert_eq!(
+            check(Some("xyz"), 1),
+            Some(ResponseError::RebootstrapRequired)
+        );
+        assert_eq!(check(Some(""), 1), Some(ResponseError::RebootstrapRequired));
+    }
+
+    #[test]
+    fn before_v5_the_fields_do_not_exist() {
+        assert_eq!(target_error("abc", 1, &asking(Some("xyz"), 7), 4), None);
+    }
 }

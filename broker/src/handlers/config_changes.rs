@@ -9,7 +9,17 @@
 //! this broker's node id or is empty (the cluster-wide default), else INVALID_REQUEST. For a
 //! topic: an empty name INVALID_REQUEST, an illegal one INVALID_TOPIC_EXCEPTION; the resulting
 //! configs are validated as a whole (an unknown name or a bad value INVALID_CONFIG) before the
-//! topic's existence is checked (UNKNOWN_TOPIC_OR_PARTITION).
+//! topic's existence is checked (UNKNOWN_TOPIC_OR_PARTITION); an APPEND of an empty item
+//! INVALID_CONFIG. For a broker, as Kafka 4.4.0 answers (the `incremental_alter_configs_*`
+//! broker conformance cases), INVALID_REQUEST for: a config that cannot change at run time
+//! ([`STATIC_BROKER_CONFIGS`]); a per-broker config (listeners, keystores and truststores,
+//! `listener.name.*`) at the cluster level; a bad value of a dynamic config kmock knows the type
+//! of ([`broker_value_error`]). A broker config no Kafka knows is accepted, as Kafka accepts it.
+//!
+//! Deviation from Apache Kafka: a new `listeners`, `advertised.listeners`,
+//! `listener.security.protocol.map` or SSL keystore or truststore for broker 1 is refused with
+//! INVALID_REQUEST (kmock cannot move its listeners and has no TLS), where Kafka accepts a valid
+//! one: stricter.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -28,11 +38,84 @@ pub const RESOURCE_BROKER: i8 = 4;
 /// among those kmock describes.
 const STATIC_BROKER_CONFIGS: &[&str] = &[
     "auto.create.topics.enable",
+    "broker.id",
+    "controller.listener.names",
+    "controller.quorum.bootstrap.servers",
     "default.replication.factor",
+    "log.dir",
+    "log.dirs",
+    "node.id",
     "offsets.topic.num.partitions",
+    "process.roles",
     "socket.request.max.bytes",
     "transaction.max.timeout.ms",
 ];
+
+/// Broker configs only a broker's own resource may set (Kafka's
+/// `DynamicBrokerConfig.PerBrokerConfigs`, and every `listener.name.` config), which kmock
+/// refuses for broker 1 too, but `listener.name.` ones (see the module's deviation).
+const PER_BROKER_CONFIGS: &[&str] = &[
+    "advertised.listeners",
+    "listener.security.protocol.map",
+    "listeners",
+    "ssl.key.password",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.type",
+    "ssl.truststore.certificates",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.type",
+];
+
+/// Why a dynamic broker config's new value is refused (Kafka's `KafkaConfig` definitions of
+/// those kmock knows the type of), or `None`.
+fn broker_value_error(key: &str, value: &str) -> Option<String> {
+    let min: i64 = match key {
+        "log.cleaner.threads" | "num.io.threads" | "num.network.threads" => 1,
+        "message.max.bytes" => 0,
+        "log.retention.ms" | "log.retention.bytes" => i64::MIN,
+        _ => return None,
+    };
+    let int = !key.ends_with(".ms") && !key.ends_with("retention.bytes");
+    match value.trim().parse::<i64>() {
+        Ok(n) if n >= min && (!int || i32::try_from(n).is_ok()) => None,
+        _ => Some(format!("Invalid value {value} for configuration {key}")),
+    }
+}
+
+/// Why a broker resource (`name`: a node id, or empty for the cluster level) cannot take
+/// `ops`, or `None`.
+fn broker_refusal(name: &str, ops: &[(String, Op)]) -> Option<String> {
+    let keys = || ops.iter().map(|(k, _)| k.as_str());
+    let fixed: Vec<&str> = keys()
+        .filter(|k| STATIC_BROKER_CONFIGS.contains(k))
+        .collect();
+    if !fixed.is_empty() {
+        return Some(format!(
+            "Cannot update these configs dynamically: Set({})",
+            fixed.join(", ")
+        ));
+    }
+    let per_broker = |k: &&str| PER_BROKER_CONFIGS.contains(k) || k.starts_with("listener.name.");
+    let own: Vec<&str> = keys().filter(per_broker).collect();
+    if name.is_empty() && !own.is_empty() {
+        return Some(format!(
+            "Cannot update these configs at default cluster level, broker id must be specified: \
+             Set({})",
+            own.join(", ")
+        ));
+    }
+    if let Some(k) = keys().find(|k| PER_BROKER_CONFIGS.contains(k)) {
+        return Some(format!("kmock cannot change {k}"));
+    }
+    ops.iter().find_map(|(k, op)| match op {
+        Op::Set(v) => broker_value_error(k, v),
+        _ => None,
+    })
+}
 
 /// A refusal: the error and its message.
 pub type Refusal = (ResponseError, String);
@@ -162,16 +245,8 @@ pub fn alter(
     validate_only: bool,
 ) -> Result<(), Refusal> {
     if resource_type == RESOURCE_BROKER {
-        let refused: Vec<&str> = ops
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .filter(|k| STATIC_BROKER_CONFIGS.contains(k))
-            .collect();
-        if !refused.is_empty() {
-            return Err(invalid(&format!(
-                "Cannot update these configs dynamically: Set({})",
-                refused.join(", ")
-            )));
+        if let Some(message) = broker_refusal(name, ops) {
+            return Err(invalid(&message));
         }
         let current = state.broker_configs.get(name).cloned().unwrap_or_default();
         let configs = changed(current, ops, replace, |_| false)?;
@@ -247,6 +322,12 @@ fn changed(
                     .map(|v| v.split(',').filter(|x| !x.is_empty()).collect())
                     .unwrap_or_default();
                 // Sets, so that a request of n items costs n steps, not n² under the lock.
+                if matches!(op, Op::Append(_)) && items.split(',').any(str::is_empty) {
+                    return Err((
+                        ResponseError::InvalidConfig,
+                        format!("Invalid value {items:?} to APPEND to {key}: an empty item"),
+                    ));
+                }
                 if matches!(op, Op::Append(_)) {
                     // Kafka: each item not yet in the list is added at its end.
                     let mut present: HashSet<&str> = list.iter().copied().collect();
@@ -309,6 +390,45 @@ mod tests {
         assert_eq!(
             policy_after(current, Op::Subtract("delete,x,delete".into())),
             "compact,delete"
+        );
+    }
+
+    #[test]
+    fn broker_configs_refused_as_kafka_4_4_refuses_them() {
+        let set = |k: &str, v: &str| vec![(k.to_owned(), Op::Set(v.to_owned()))];
+        for key in [
+            "broker.id",
+            "log.dirs",
+            "process.roles",
+            "auto.create.topics.enable",
+        ] {
+            assert!(broker_refusal("1", &set(key, "2")).is_some(), "{key}");
+            assert!(broker_refusal("", &set(key, "2")).is_some(), "{key}");
+        }
+        for key in ["listeners", "listener.name.plaintext.ssl.keystore.location"] {
+            assert!(broker_refusal("", &set(key, "x")).is_some(), "{key}");
+        }
+        assert!(broker_refusal(
+            "1",
+            &set("listener.name.plaintext.ssl.keystore.location", "x")
+        )
+        .is_none());
+        assert!(broker_refusal("1", &set("log.cleaner.threads", "many")).is_some());
+        assert!(broker_refusal("", &set("message.max.bytes", "-1")).is_some());
+        assert!(broker_refusal("", &set("log.cleaner.threads", "2")).is_none());
+        assert!(broker_refusal("1", &set("no.such.config", "1")).is_none());
+        let delete = vec![("log.cleaner.threads".to_owned(), Op::Delete)];
+        assert!(broker_refusal("1", &delete).is_none());
+    }
+
+    #[test]
+    fn append_of_an_empty_item_is_an_invalid_config() {
+        let configs = BTreeMap::from([("cleanup.policy".to_owned(), "delete".to_owned())]);
+        let ops = [("cleanup.policy".to_owned(), Op::Append(String::new()))];
+        let refused = changed(configs, &ops, false, |k| k == "cleanup.policy");
+        assert_eq!(
+            refused.map_err(|(e, _)| e),
+            Err(ResponseError::InvalidConfig)
         );
     }
 

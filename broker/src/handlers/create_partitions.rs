@@ -14,7 +14,11 @@
 //! with no message and keeps the partitions added before (the controller commits the records
 //! already in its list), and so is every later topic that would add one. More than 10,000
 //! topics (not counting those named twice) refuse the whole request with POLICY_VIOLATION,
-//! nothing added. `validate_only` answers the same and adds nothing.
+//! nothing added. `validate_only` answers the same and adds nothing. A request whose
+//! `timeout_ms` is 0 or less is answered REQUEST_TIMED_OUT for every topic that reaches the
+//! controller, and changes nothing: Kafka's controller refuses an operation whose deadline (its receipt plus the
+//! timeout) has passed when it comes to run it (`QuorumController`), as Kafka 4.4.0 answers
+//! (conformance case `create_partitions_and_delete_topics_timeouts`).
 //!
 //! Deviations from Apache Kafka: a manual assignment is checked for its length and broker ids
 //! but leaders stay round-robin.
@@ -72,6 +76,8 @@ pub fn handle(
             let name = t.name.0.as_str();
             let outcome = if duplicates.contains(name) {
                 Err((ResponseError::InvalidRequest, "Duplicate topic name.".to_owned()))
+            } else if request.timeout_ms <= 0 {
+                Err((ResponseError::RequestTimedOut, format!("the deadline of {} ms had passed", request.timeout_ms)))
             } else {
                 match state.topics.get_mut(name) {
                     None => Err((ResponseError::UnknownTopicOrPartition, format!("topic {name:?} does not exist"))),

@@ -14,7 +14,11 @@
 //! A manual assignment is checked as Kafka's controller does (`ReplicationControlManager
 //! .createTopic`): each partition once, indexes 0..n, every replica list non-empty, of known
 //! brokers named once, all of the same length (INVALID_REPLICA_ASSIGNMENT). A name given twice
-//! is answered once, INVALID_REQUEST (`ControllerApis.createTopics`).
+//! is answered once, INVALID_REQUEST (`ControllerApis.createTopics`). A request whose `timeout_ms` is 0 or less
+//! is answered REQUEST_TIMED_OUT for every topic that reaches the controller, and changes
+//! nothing: Kafka's controller refuses an operation whose deadline (its receipt plus the
+//! timeout) has passed when it comes to run it (`QuorumController`), as Kafka 4.4.0 answers
+//! (conformance case `create_topics_timeouts`).
 //!
 //! Deviations from Apache Kafka: a manual replica assignment sets the partition count
 //! and the replication factor (that of its first partition), but replicas are placed
@@ -72,6 +76,12 @@ pub fn handle(
                 return Err(CreateTopicError {
                     error: ResponseError::InvalidRequest,
                     message: "Duplicate topic name.".into(),
+                });
+            }
+            if request.timeout_ms <= 0 {
+                return Err(CreateTopicError {
+                    error: ResponseError::RequestTimedOut,
+                    message: format!("the deadline of {} ms had passed", request.timeout_ms),
                 });
             }
             plan(ctx, &state, t)

@@ -4,7 +4,11 @@
 //! Committed offsets of a deleted topic are forgotten, as Kafka's group coordinator does. A
 //! deleted name can be created again and gets a new topic id. As Kafka's
 //! `ControllerApis.deleteTopics`: a name (or an id) given twice gets one INVALID_REQUEST answer
-//! and is not deleted; an entry naming both a name and an id, or neither, gets INVALID_REQUEST.
+//! and is not deleted; an entry naming both a name and an id, or neither, gets INVALID_REQUEST. A request whose `timeout_ms` is 0 or less
+//! is answered REQUEST_TIMED_OUT for every entry that reaches the controller, and changes
+//! nothing: Kafka's controller refuses an operation whose deadline (its receipt plus the
+//! timeout) has passed when it comes to run it (`QuorumController`), as Kafka 4.4.0 answers
+//! (conformance case `create_partitions_and_delete_topics_timeouts`).
 //!
 //! One request is one operation of Kafka's KRaft controller (`ReplicationControlManager
 //! .deleteTopics`), bounded by `QuorumController.MAX_RECORDS_PER_USER_OP`: one record per
@@ -29,6 +33,7 @@ pub const VERSIONS: VersionRange = DeleteTopicsRequest::VERSIONS;
 
 /// Deletes each named topic.
 pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+    let timeout_ms = request.timeout_ms;
     let targets: Vec<(Option<TopicName>, Uuid)> = if version >= 6 {
         request
             .topics
@@ -98,6 +103,17 @@ pub fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest, version: i16) -> Dele
                     };
                 }
                 _ => {}
+            }
+            if timeout_ms <= 0 {
+                return Some(
+                    DeletableTopicResult::default()
+                        .with_name(name)
+                        .with_topic_id(id)
+                        .with_error_code(ResponseError::RequestTimedOut.code())
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "the deadline of {timeout_ms} ms had passed"
+                        )))),
+                );
             }
             let found = match &name {
                 Some(n) => state

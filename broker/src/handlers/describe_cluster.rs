@@ -3,7 +3,8 @@
 //! `endpoint_type` (v1+, KIP-919): 1 (brokers) is answered; 2 (controllers) is
 //! MISMATCHED_ENDPOINT_TYPE and any other UNSUPPORTED_ENDPOINT_TYPE, with no brokers, as a
 //! Kafka broker's listener answers (controllers are asked on a controller listener, which kmock
-//! does not have).
+//! does not have). The answer's `endpoint_type` is always 1, the listener's own, whatever was
+//! asked, as Kafka 4.4.0 answers (conformance case `describe_cluster_endpoint_types`).
 //!
 //! Deviations from Apache Kafka: no authorized operations are reported.
 
@@ -17,6 +18,9 @@ use super::{advertised, str_bytes, Ctx};
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DescribeClusterRequest::VERSIONS;
 
+/// The endpoint type of a broker's listener (KIP-919's `EndpointType.BROKER`).
+const BROKER_ENDPOINT: i8 = 1;
+
 /// Lists the live brokers, the cluster id and the controller (the first live broker).
 pub fn handle(
     ctx: &Ctx<'_>,
@@ -24,7 +28,7 @@ pub fn handle(
     _version: i16,
 ) -> DescribeClusterResponse {
     let refused = match request.endpoint_type {
-        1 => None,
+        BROKER_ENDPOINT => None,
         2 => Some((
             ResponseError::MismatchedEndpointType,
             "The request was sent to an endpoint of type broker, but we wanted an endpoint of type controller",
@@ -36,7 +40,7 @@ pub fn handle(
     };
     if let Some((error, message)) = refused {
         return DescribeClusterResponse::default()
-            .with_endpoint_type(request.endpoint_type)
+            .with_endpoint_type(BROKER_ENDPOINT)
             .with_error_code(error.code())
             .with_error_message(Some(StrBytes::from_static_str(message)))
             .with_controller_id(BrokerId(-1))
@@ -59,7 +63,7 @@ pub fn handle(
         })
         .collect();
     DescribeClusterResponse::default()
-        .with_endpoint_type(request.endpoint_type)
+        .with_endpoint_type(BROKER_ENDPOINT)
         .with_cluster_id(str_bytes(&ctx.shared.config.cluster_id))
         .with_controller_id(BrokerId(controller))
         .with_brokers(brokers)

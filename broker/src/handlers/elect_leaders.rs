@@ -7,7 +7,10 @@
 //! is down or out of the ISR PREFERRED_LEADER_NOT_AVAILABLE; otherwise the preferred replica
 //! leads, with the leader epoch bumped. Null `topic_partitions` elects every partition and
 //! answers every topic, leaving out the partitions where no election was needed. The top-level
-//! error is NONE.
+//! error is NONE. An `election_type` other than 0 and 1 (v1+) elects nothing: INVALID_REQUEST
+//! at the top and for every partition named (none answered for a null list), as Kafka 4.4.0
+//! answers (`ElectionType.valueOf` refuses it; conformance case
+//! `elect_leaders_election_types_no_version_defines`).
 //!
 //! Deviations from Apache Kafka: an unclean election of an offline partition answers
 //! ELIGIBLE_LEADERS_NOT_AVAILABLE, where Kafka would elect a live replica out of the ISR
@@ -26,10 +29,14 @@ use crate::state::ClusterState;
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ElectLeadersRequest::VERSIONS;
 
+const PREFERRED: i8 = 0;
 const UNCLEAN: i8 = 1;
 
 /// Elects the leaders asked for.
 pub fn handle(ctx: &Ctx<'_>, request: ElectLeadersRequest, version: i16) -> ElectLeadersResponse {
+    if version >= 1 && ![PREFERRED, UNCLEAN].contains(&request.election_type) {
+        return refused(&request);
+    }
     let unclean = version >= 1 && request.election_type == UNCLEAN;
     let mut state = ctx.shared.state();
     let now = Instant::now();
@@ -71,6 +78,25 @@ pub fn handle(ctx: &Ctx<'_>, request: ElectLeadersRequest, version: i16) -> Elec
     drop(state);
     ctx.shared.data_arrived.notify_waiters();
     ElectLeadersResponse::default().with_replica_election_results(results)
+}
+
+/// The answer to an election of a type no version defines: INVALID_REQUEST at the top and for
+/// every partition named.
+fn refused(request: &ElectLeadersRequest) -> ElectLeadersResponse {
+    let invalid = || Err(ResponseError::InvalidRequest);
+    let results = request
+        .topic_partitions
+        .iter()
+        .flatten()
+        .map(|t| {
+            ReplicaElectionResult::default()
+                .with_topic(t.topic.clone())
+                .with_partition_result(t.partitions.iter().map(|&p| result(p, invalid())).collect())
+        })
+        .collect();
+    ElectLeadersResponse::default()
+        .with_error_code(ResponseError::InvalidRequest.code())
+        .with_replica_election_results(results)
 }
 
 fn result(partition: i32, elected: Result<(), ResponseError>) -> PartitionResult {

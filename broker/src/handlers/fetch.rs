@@ -7,7 +7,10 @@
 //! passed. An offset below the log start or above the log end gets OFFSET_OUT_OF_RANGE;
 //! `read_committed` reads up to the last stable offset and is told the aborted transactions
 //! met in the offsets read (Kafka's `collectAbortedTransactions`), for the client to drop
-//! their records.
+//! their records. An `isolation_level` other than 0 and 1 is answered UNKNOWN_SERVER_ERROR at
+//! the top and for every partition asked, as Kafka 4.4.0 answers (`IsolationLevel.forId`
+//! throws, and the request's error response follows; conformance case
+//! `fetch_and_list_offsets_unknown_isolation_level`).
 //!
 //! Deviations from Apache Kafka: no incremental fetch sessions (KIP-227): every answer has
 //! session id 0, which tells the client to keep sending full fetch requests, and an incremental
@@ -34,6 +37,7 @@ use crate::state::topics::Topic;
 /// Versions implemented.
 pub const VERSIONS: VersionRange = FetchRequest::VERSIONS;
 
+const READ_UNCOMMITTED: i8 = 0;
 const READ_COMMITTED: i8 = 1;
 
 /// Answers when enough data is there, an error occurs, or `max_wait_ms` passes.
@@ -44,6 +48,9 @@ pub async fn handle(ctx: &Ctx<'_>, request: FetchRequest, version: i16) -> Fetch
     if request.session_epoch != 0 && request.session_epoch != -1 {
         return FetchResponse::default()
             .with_error_code(ResponseError::FetchSessionIdNotFound.code());
+    }
+    if request.isolation_level != READ_UNCOMMITTED && request.isolation_level != READ_COMMITTED {
+        return unknown_isolation_level(&request, version);
     }
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let deadline = Instant::now() + max_wait;
@@ -62,6 +69,30 @@ pub async fn handle(ctx: &Ctx<'_>, request: FetchRequest, version: i16) -> Fetch
             () = tokio::time::sleep_until(deadline) => {}
         }
     }
+}
+
+/// The answer to an isolation level no version defines: UNKNOWN_SERVER_ERROR at the top and
+/// for every partition (Kafka's `FetchRequest.getErrorResponse`).
+fn unknown_isolation_level(request: &FetchRequest, version: i16) -> FetchResponse {
+    let error = ResponseError::UnknownServerError;
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            FetchableTopicResponse::default()
+                .with_topic(t.topic.clone())
+                .with_topic_id(t.topic_id)
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| partition_error(p.partition, error, None, version))
+                        .collect(),
+                )
+        })
+        .collect();
+    FetchResponse::default()
+        .with_error_code(error.code())
+        .with_responses(topics)
 }
 
 struct Read {

@@ -10,9 +10,11 @@
 //!
 //! Deviations from Apache Kafka: a topic config kmock does not know (Kafka knows about 40,
 //! `TOPIC_CONFIG_DEFAULTS`) is refused with INVALID_CONFIG, where Kafka sets it; broker configs
-//! are stored and described but change nothing kmock does (Kafka validates their values, kmock
-//! refuses only the static ones it describes); group (32) and client metrics (16) resources are
-//! INVALID_REQUEST; retention is not enforced on the log.
+//! are stored and described but change nothing kmock does (kmock checks the values of a few
+//! dynamic ones, and refuses new listeners and keystores for broker 1, see
+//! [`super::config_changes`]); group (32), client metrics (16) and broker logger (8) resources
+//! are INVALID_REQUEST (Kafka answers INVALID_CONFIG for a logger it does not have, and changes
+//! the level of one it has); retention is not enforced on the log.
 
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};

@@ -19,6 +19,10 @@
 //! -2 the log start offset; a consumer's (replica id -1) are capped at the high watermark; a
 //! negative `max_num_offsets` is UNKNOWN_SERVER_ERROR (Kafka's array of negative size).
 //!
+//! An `isolation_level` (v2+) other than 0 and 1 is UNKNOWN_SERVER_ERROR for every partition
+//! asked, as Kafka 4.4.0 answers (conformance case
+//! `fetch_and_list_offsets_unknown_isolation_level`).
+//!
 //! Deviations from Apache Kafka: none known for v1 and later (`list_offsets_*` conformance
 //! cases). For a v0 timestamp other than -1 and -2, Kafka compares it with each segment file's
 //! last-modified time; kmock's log has no segment files and takes the time of the request as
@@ -42,6 +46,7 @@ use crate::state::topics::Topic;
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ListOffsetsRequest::VERSIONS;
 
+const READ_UNCOMMITTED: i8 = 0;
 const READ_COMMITTED: i8 = 1;
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -59,6 +64,9 @@ const EARLIEST_PENDING_UPLOAD: i64 = -6;
 pub fn handle(ctx: &Ctx<'_>, request: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
     if version == 0 {
         return handle_v0(ctx, request);
+    }
+    if request.isolation_level != READ_UNCOMMITTED && request.isolation_level != READ_COMMITTED {
+        return unknown_isolation_level(&request);
     }
     let mut seen = HashSet::new();
     let twice: HashSet<(&str, i32)> = request
@@ -116,6 +124,34 @@ pub fn handle(ctx: &Ctx<'_>, request: ListOffsetsRequest, version: i16) -> ListO
             }
         }
     }
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// The answer to an isolation level no version defines: UNKNOWN_SERVER_ERROR for every
+/// partition asked (Kafka's `ListOffsetsRequest.getErrorResponse`, `IsolationLevel.forId`
+/// having thrown).
+fn unknown_isolation_level(request: &ListOffsetsRequest) -> ListOffsetsResponse {
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            ListOffsetsPartitionResponse::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(ResponseError::UnknownServerError.code())
+                                .with_timestamp(-1)
+                                .with_offset(-1)
+                                .with_leader_epoch(-1)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
     ListOffsetsResponse::default().with_topics(topics)
 }
 

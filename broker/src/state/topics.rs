@@ -462,7 +462,9 @@ pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String
             "max.message.bytes" => at_least(0),
             "message.timestamp.after.max.ms" | "message.timestamp.before.max.ms" => at_least(0),
             "min.insync.replicas" => at_least(1),
-            "retention.bytes" | "retention.ms" => at_least(-1),
+            // Kafka's `retention.bytes` has no validator: any long, below -1 included.
+            "retention.bytes" => at_least(i64::MIN),
+            "retention.ms" => at_least(-1),
             "segment.bytes" => at_least(14),
             _ => Err(format!("unknown topic config {name:?}")),
         }?;

@@ -27,19 +27,19 @@ pub const CASES: &[Case] = &[
     case!(alter_configs_replaces_every_config),
 ];
 
-const SET: i8 = 0;
-const DELETE: i8 = 1;
-const APPEND: i8 = 2;
-const SUBTRACT: i8 = 3;
+pub(super) const SET: i8 = 0;
+pub(super) const DELETE: i8 = 1;
+pub(super) const APPEND: i8 = 2;
+pub(super) const SUBTRACT: i8 = 3;
 
 /// A resource's operations: (key, operation, value).
-type Ops<'a> = &'a [(&'a str, i8, Option<&'a str>)];
+pub(super) type Ops<'a> = &'a [(&'a str, i8, Option<&'a str>)];
 
 /// A resource of an IncrementalAlterConfigs: (type, name, operations).
-type Resource<'a> = (i8, &'a str, Ops<'a>);
+pub(super) type Resource<'a> = (i8, &'a str, Ops<'a>);
 
 /// IncrementalAlterConfigs at `version`: one line per resource answer, `  TYPE NAME: ERROR`.
-async fn incremental(
+pub(super) async fn incremental(
     cx: &Ctx,
     client: &Client,
     version: i16,
@@ -86,7 +86,7 @@ async fn incremental(
 }
 
 /// AlterConfigs at `version` of one resource: `legacy vV: TYPE NAME: ERROR`.
-async fn legacy(
+pub(super) async fn legacy(
     cx: &Ctx,
     client: &Client,
     version: i16,

@@ -14,7 +14,7 @@ use super::{case, Case, Ctx, Lines};
 const BODY: &[u8] = &[0; 16];
 
 /// Sends `key` at `lowest - 1` (when `lowest` is above 0) and `highest + 1`.
-async fn bounds(cx: &Ctx, key: ApiKey, lowest: i16, highest: i16) -> Result<Lines> {
+pub(super) async fn bounds(cx: &Ctx, key: ApiKey, lowest: i16, highest: i16) -> Result<Lines> {
     let mut lines = Vec::new();
     for version in [lowest - 1, highest + 1] {
         if version < 0 {
@@ -28,12 +28,15 @@ async fn bounds(cx: &Ctx, key: ApiKey, lowest: i16, highest: i16) -> Result<Line
 
 macro_rules! bounds_cases {
     ($($name:ident: $key:ident $lowest:literal..=$highest:literal),* $(,)?) => {
+        bounds_cases! { pub CASES; $($name: $key $lowest..=$highest),* }
+    };
+    ($vis:vis $list:ident; $($name:ident: $key:ident $lowest:literal..=$highest:literal),* $(,)?) => {
         $(
             async fn $name(cx: Ctx) -> Result<Lines> {
                 bounds(&cx, ApiKey::$key, $lowest, $highest).await
             }
         )*
-        pub const CASES: &[Case] = &[$(case!($name)),*];
+        $vis const $list: &[Case] = &[$(case!($name)),*];
     };
 }
 
@@ -72,3 +75,4 @@ bounds_cases! {
     consumer_group_heartbeat_one_version_past_its_highest: ConsumerGroupHeartbeat 0..=1,
     consumer_group_describe_one_version_past_its_highest: ConsumerGroupDescribe 0..=1,
 }
+pub(super) use bounds_cases;

@@ -19,7 +19,7 @@ pub const CASES: &[Case] = &[
 /// topic, `  NAME: ERROR internal I ops O`, a line per partition, `    P leader L epoch E
 /// replicas R isr I offline O elr E last known elr K`, and the next cursor. Returns the lines
 /// and the next cursor.
-async fn page(
+pub(super) async fn page(
     cx: &Ctx,
     client: &Client,
     topics: &[&str],

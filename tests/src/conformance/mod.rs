@@ -13,18 +13,23 @@
 //! cases share one broker without seeing each other.
 
 mod absent;
+mod admin_edges;
 mod alter_configs;
+mod api_versions_v5;
 pub mod batches;
 mod bounds;
+mod config_edges;
 mod configs;
 mod delete_records;
 mod describe_topic_partitions;
 mod each_version;
 mod edges;
 mod fetch;
+mod fetch_edges;
 mod groups;
 mod idempotence;
 mod ids;
+mod log_edges;
 mod offsets;
 mod paths;
 mod produce;
@@ -100,6 +105,11 @@ pub fn all() -> Vec<Case> {
         reassignments::CASES,
         bounds::CASES,
         absent::CASES,
+        api_versions_v5::CASES,
+        config_edges::CASES,
+        &admin_edges::cases(),
+        log_edges::CASES,
+        fetch_edges::CASES,
     ]
     .concat()
 }
@@ -338,6 +348,15 @@ pub fn answered<T>(result: Result<T, kmock_client::Error>) -> Result<Option<T>> 
         Err(kmock_client::Error::ConnectionClosed) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether `e` is the broker closing the connection (a script's error carrying
+/// [`kmock_client::Error::ConnectionClosed`]), for a case that prints that as its answer.
+pub fn closed(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<kmock_client::Error>(),
+        Some(kmock_client::Error::ConnectionClosed)
+    )
 }
 
 /// A `TopicName` from a `&str`.

@@ -18,11 +18,11 @@ use super::{case, err, name, Case, Ctx, Lines};
 pub const CASES: &[Case] = &[case!(partition_reassignments_on_one_node)];
 
 /// One partition's move: (topic full name, partition, new replicas or null to cancel).
-type Move<'a> = (&'a str, i32, Option<&'a [i32]>);
+pub(super) type Move<'a> = (&'a str, i32, Option<&'a [i32]>);
 
 /// AlterPartitionReassignments at `version` of `moves`, one topic entry each: the top-level
 /// answer, then `  NAME/P: ERROR` per partition.
-async fn alter(
+pub(super) async fn alter(
     cx: &Ctx,
     client: &Client,
     version: i16,
@@ -67,7 +67,11 @@ async fn alter(
 
 /// ListPartitionReassignments of `asked` (or all): the top-level error and the reassignments of
 /// this case's topics.
-async fn list(cx: &Ctx, client: &Client, asked: Option<&[(&str, &[i32])]>) -> Result<Lines> {
+pub(super) async fn list(
+    cx: &Ctx,
+    client: &Client,
+    asked: Option<&[(&str, &[i32])]>,
+) -> Result<Lines> {
     let request = ListPartitionReassignmentsRequest::default()
         .with_timeout_ms(30_000)
         .with_topics(asked.map(|topics| {

@@ -19,7 +19,7 @@ pub const CASES: &[Case] = &[
 
 /// ElectLeaders at `version` of `election_type` and (topic, partitions) or every partition:
 /// the top-level error (v1+) and `  NAME/P: ERROR` per partition of this case's topics, sorted.
-async fn elect(
+pub(super) async fn elect(
     cx: &Ctx,
     client: &Client,
     version: i16,
@@ -96,7 +96,7 @@ async fn elect_leaders_where_none_is_needed(cx: Ctx) -> Result<Lines> {
 
 /// DescribeLogDirs at `version` of `asked` (or every topic): per directory its error and, for
 /// this case's topics, `  NAME/P size S lag L future F`, sorted.
-async fn log_dirs(
+pub(super) async fn log_dirs(
     cx: &Ctx,
     client: &Client,
     version: i16,

@@ -47,7 +47,7 @@ fn brokers(ids: &[i32]) -> Vec<BrokerId> {
 }
 
 /// A CreatableTopic of `full` name.
-fn creatable(full: &str, partitions: i32, rf: i16) -> CreatableTopic {
+pub(super) fn creatable(full: &str, partitions: i32, rf: i16) -> CreatableTopic {
     CreatableTopic::default()
         .with_name(name(full))
         .with_num_partitions(partitions)
@@ -70,7 +70,11 @@ fn assigned(full: &str, partitions: i32, rf: i16, assignment: &[(i32, &[i32])]) 
 
 /// CreateTopics v7 of `topics`: one line per result, `name: ERROR` (sorted: the order of the
 /// results is not what a case checks), then a Metadata line for each distinct topic.
-async fn create(cx: &Ctx, topics: Vec<CreatableTopic>, validate_only: bool) -> Result<Lines> {
+pub(super) async fn create(
+    cx: &Ctx,
+    topics: Vec<CreatableTopic>,
+    validate_only: bool,
+) -> Result<Lines> {
     let client = cx.connect().await?;
     let mut names: Vec<String> = topics.iter().map(|t| t.name.0.to_string()).collect();
     let request = CreateTopicsRequest::default()

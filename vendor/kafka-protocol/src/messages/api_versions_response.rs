@@ -83,7 +83,8 @@ impl ApiVersion {
 #[cfg(feature = "broker")]
 impl Encodable for ApiVersion {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         types::Int16.encode(buf, &self.api_key)?;
@@ -127,7 +128,8 @@ impl Encodable for ApiVersion {
 #[cfg(feature = "client")]
 impl Decodable for ApiVersion {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         let api_key = types::Int16.decode(buf)?;
@@ -165,7 +167,7 @@ impl Default for ApiVersion {
 }
 
 impl Message for ApiVersion {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 }; // kmock patch: ApiVersions v5
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -291,7 +293,8 @@ impl ApiVersionsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ApiVersionsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         types::Int16.encode(buf, &self.error_code)?;
@@ -474,7 +477,8 @@ impl Encodable for ApiVersionsResponse {
 #[cfg(feature = "client")]
 impl Decodable for ApiVersionsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
@@ -550,7 +554,7 @@ impl Default for ApiVersionsResponse {
 }
 
 impl Message for ApiVersionsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 }; // kmock patch: ApiVersions v5
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -620,7 +624,8 @@ impl FinalizedFeatureKey {
 #[cfg(feature = "broker")]
 impl Encodable for FinalizedFeatureKey {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         if version >= 3 {
@@ -700,7 +705,8 @@ impl Encodable for FinalizedFeatureKey {
 #[cfg(feature = "client")]
 impl Decodable for FinalizedFeatureKey {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 3 {
@@ -750,7 +756,7 @@ impl Default for FinalizedFeatureKey {
 }
 
 impl Message for FinalizedFeatureKey {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 }; // kmock patch: ApiVersions v5
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -820,7 +826,8 @@ impl SupportedFeatureKey {
 #[cfg(feature = "broker")]
 impl Encodable for SupportedFeatureKey {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         if version >= 3 {
@@ -900,7 +907,8 @@ impl Encodable for SupportedFeatureKey {
 #[cfg(feature = "client")]
 impl Decodable for SupportedFeatureKey {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
+            // kmock patch: ApiVersions v5 (same wire as v4)
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 3 {
@@ -950,7 +958,7 @@ impl Default for SupportedFeatureKey {
 }
 
 impl Message for SupportedFeatureKey {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 }; // kmock patch: ApiVersions v5
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
