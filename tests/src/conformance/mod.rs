@@ -30,6 +30,7 @@ mod paths;
 mod produce;
 mod reassignments;
 mod replicas;
+mod sequences;
 mod topics;
 mod transactions;
 mod versions;
@@ -100,6 +101,11 @@ pub fn all() -> Vec<Case> {
         reassignments::CASES,
         bounds::CASES,
         absent::CASES,
+        groups::classic::CASES,
+        groups::statics::CASES,
+        groups::kip848::CASES,
+        groups::offset_edges::CASES,
+        sequences::CASES,
     ]
     .concat()
 }

@@ -24,11 +24,15 @@ use kmock_client::Client;
 use super::{case, err, text, Case};
 
 pub(super) mod admin;
+pub(super) mod classic;
 mod commits;
 mod consumer;
 pub(super) mod coordinators;
+pub(super) mod kip848;
 mod members;
+pub(super) mod offset_edges;
 pub(super) mod states;
+pub(super) mod statics;
 
 pub(super) use commits::commit as commit_as;
 
