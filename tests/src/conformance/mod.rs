@@ -102,9 +102,11 @@ pub fn all() -> Vec<Case> {
         bounds::CASES,
         absent::CASES,
         groups::classic::CASES,
+        groups::classic_admin::CASES,
         groups::statics::CASES,
         groups::kip848::CASES,
         groups::offset_edges::CASES,
+        groups::offset_fetch_edges::CASES,
         sequences::CASES,
     ]
     .concat()

@@ -111,6 +111,7 @@ impl Groups {
                     leader: group.leader.clone().unwrap_or_default(),
                     member_id,
                     members,
+                    skip_assignment: false,
                 });
             }
         }
@@ -301,7 +302,8 @@ impl Groups {
 /// A static member's new instance (an empty member id with a known `group.instance.id`)
 /// replacing `old` in a Stable group whose protocol stays the one chosen: the member keeps its
 /// assignment under `new_id` with no rebalance, and is answered at once with the current
-/// generation (the leader with every member's metadata), as Kafka's
+/// generation (from v9 a leader with every member's metadata and `skip_assignment`; before
+/// v9 nobody's metadata and the leader id from before the replacement), as Kafka's
 /// `GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin`; the old id is fenced.
 /// `None`, with the group untouched, when the protocol would change (a rebalance follows).
 fn replace_in_stable(
@@ -320,6 +322,7 @@ fn replace_in_stable(
         group.members.insert(old.to_owned(), member);
         return None;
     }
+    let old_leader = group.leader.clone().unwrap_or_default();
     let member = group.members.get_mut(new_id).expect("inserted above");
     if let Some(w) = member.awaiting_sync.take() {
         let _ = w.send(Err(ResponseError::FencedInstanceId));
@@ -334,23 +337,29 @@ fn replace_in_stable(
         group.leader = Some(new_id.to_owned());
     }
     group.store();
-    let members = if is_leader {
-        group
+    // Before v9 no member list and the leader as it was before the replacement: the new
+    // instance follows; from v9 a replaced leader gets its members and skips the assignment.
+    let (members, leader) = if !req.supports_skip_assignment {
+        (Vec::new(), old_leader)
+    } else if is_leader {
+        let all = group
             .members()
             .into_iter()
             .map(|(id, instance, _, _, metadata, _)| (id, instance, metadata))
-            .collect()
+            .collect();
+        (all, new_id.to_owned())
     } else {
-        Vec::new()
+        (Vec::new(), group.leader.clone().unwrap_or_default())
     };
     Some(JoinResult {
         error: None,
         generation_id: group.generation_id,
         protocol_type: group.protocol_type.clone(),
         protocol_name: group.protocol_name.clone(),
-        leader: group.leader.clone().unwrap_or_default(),
+        leader,
         member_id: new_id.to_owned(),
         members,
+        skip_assignment: req.supports_skip_assignment && is_leader,
     })
 }
 

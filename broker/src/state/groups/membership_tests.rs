@@ -21,6 +21,7 @@ fn static_join(member_id: &str, protocols: &[&str]) -> JoinRequest {
             .map(|p| ((*p).to_owned(), Bytes::new()))
             .collect(),
         require_known_member_id: true,
+        supports_skip_assignment: true,
     }
 }
 
