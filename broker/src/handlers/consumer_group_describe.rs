@@ -5,12 +5,15 @@
 //! epochs, the assignor, and each member's ids, epoch, client, subscription, current and
 //! target assignments (topic id and name), and (v1) its type, 1 for the consumer protocol.
 //! INVALID_GROUP_ID for an empty id, NOT_COORDINATOR on any broker but the group's
-//! coordinator, GROUP_ID_NOT_FOUND for a group that does not exist or is a classic one.
+//! coordinator, GROUP_ID_NOT_FOUND for a group that does not exist or is a classic one. The
+//! empty ids are answered first, then the others in request order (Kafka's
+//! `GroupCoordinatorService.consumerGroupDescribe` answers the invalid ids before asking the
+//! coordinator shards). With `include_authorized_operations`, a group answered without error
+//! carries the operations allowed on a group
+//! ([`GROUP_OPERATIONS`](super::describe_groups::GROUP_OPERATIONS)).
 //!
 //! Emulating a Kafka before 4.0 ([`crate::KafkaVersion`]): every group UNSUPPORTED_VERSION, as
 //! Kafka 3.7-3.9 answer while the consumer protocol is off (their default).
-//!
-//! Deviations from Apache Kafka: no authorized operations are reported.
 
 use std::collections::BTreeMap;
 
@@ -63,9 +66,11 @@ pub fn handle(
                 .collect(),
         )
     };
-    let groups = request
-        .group_ids
-        .iter()
+    // The empty (invalid) ids first, as Kafka answers them before the coordinator's.
+    let (empty, named): (Vec<_>, Vec<_>) = request.group_ids.iter().partition(|id| id.0.is_empty());
+    let groups = empty
+        .into_iter()
+        .chain(named)
         .map(|id| {
             let group_id = id.0.as_str();
             let described = DescribedGroup::default()
@@ -128,6 +133,13 @@ pub fn handle(
                 .with_assignment_epoch(cg.assignment_epoch)
                 .with_assignor_name(str_bytes(cg.assignor(assignors)))
                 .with_members(members)
+        })
+        .map(|g: DescribedGroup| {
+            let ops = super::describe_groups::authorized_operations(
+                request.include_authorized_operations,
+                g.error_code,
+            );
+            g.with_authorized_operations(ops)
         })
         .collect();
     ConsumerGroupDescribeResponse::default().with_groups(groups)

@@ -5,9 +5,11 @@
 //! `GroupMetadata.summary`. A group that does not exist is described as Dead, with GROUP_ID_NOT_FOUND
 //! from v6 (KIP-1043), as Kafka; so is a KIP-848 consumer group (Kafka 4's
 //! `GroupMetadataManager.describeGroups` describes classic groups only: ConsumerGroupDescribe
-//! describes the others). NOT_COORDINATOR on any broker but the group's coordinator.
-//!
-//! Deviations from Apache Kafka: no authorized operations are reported.
+//! describes the others). NOT_COORDINATOR on any broker but the group's coordinator. With
+//! `include_authorized_operations` (v3+), a group answered without error carries the
+//! operations a broker without an authorizer allows on a group ([`GROUP_OPERATIONS`]), also a
+//! Dead one, as Kafka 4.4.0 answers (`describe_groups_authorized_operations`); otherwise the
+//! field is left at `i32::MIN` (omitted).
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
@@ -19,6 +21,21 @@ use crate::state::groups::GroupState;
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DescribeGroupsRequest::VERSIONS;
+
+/// The operations a broker without an authorizer answers for a group: READ, DELETE, DESCRIBE,
+/// DESCRIBE_CONFIGS and ALTER_CONFIGS (`AclEntry.supportedOperations(GROUP)`) as a bit field
+/// (3400, as Kafka 4.4.0 answers).
+pub const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
+
+/// The authorized operations of a group answered with `error_code`: [`GROUP_OPERATIONS`] when
+/// asked for and the group was answered without error, else omitted (`i32::MIN`).
+pub fn authorized_operations(include: bool, error_code: i16) -> i32 {
+    if include && error_code == 0 {
+        GROUP_OPERATIONS
+    } else {
+        i32::MIN
+    }
+}
 
 /// Describes each group.
 pub fn handle(
@@ -80,6 +97,10 @@ pub fn handle(
                     String::new()
                 }))
                 .with_members(members)
+        })
+        .map(|g: DescribedGroup| {
+            let ops = authorized_operations(request.include_authorized_operations, g.error_code);
+            g.with_authorized_operations(ops)
         })
         .collect();
     DescribeGroupsResponse::default().with_groups(groups)

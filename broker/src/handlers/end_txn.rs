@@ -18,7 +18,9 @@
 //! exhausted (32766 or more), a new producer id at epoch 0. After such an end, the epoch sent
 //! must be the one before the bump (a retry, answered NONE with the current id and epoch, or
 //! INVALID_TXN_STATE when it turned from commit to abort or back); the current epoch with no
-//! transaction open is INVALID_TXN_STATE; any other epoch PRODUCER_FENCED
+//! transaction open is INVALID_TXN_STATE for a commit, while an abort is taken and bumps the
+//! epoch as any end does (the producer may not know whether anything was added; also right
+//! after InitProducerId); any other epoch PRODUCER_FENCED
 //! (`TransactionCoordinator.endTransaction`; checked against Kafka 4.4.0 by the conformance case
 //! `txn_v2_end_txn_bumps_the_epoch`). v0–4 answers carry no producer id or epoch.
 //!

@@ -7,15 +7,19 @@
 //! coordinator; session timeouts outside 6 s–30 min get INVALID_SESSION_TIMEOUT.
 //!
 //! A KIP-848 consumer group with no members becomes a classic group again, as Kafka deletes
-//! an empty consumer group on a classic join.
+//! an empty consumer group on a classic join. A static member's new instance (an empty member
+//! id, a known `group.instance.id`) in a Stable group whose protocol stays the one chosen takes
+//! the old member's place and assignment with no rebalance: the old id is fenced, and from v9 a
+//! replaced leader gets its members with `skip_assignment` (Kafka's
+//! `updateStaticMemberThenRebalanceOrCompleteJoin`; conformance case
+//! `join_group_static_member_replaced_by_a_new_instance`); otherwise the replacement rebalances.
 //!
 //! Deviations from Apache Kafka: a classic member joining a consumer group that has members
 //! gets INCONSISTENT_GROUP_PROTOCOL, where Kafka 4 (`group.consumer.migration.policy`
 //! `bidirectional`, its default) takes it in as a classic-protocol member of the consumer group;
 //! no initial rebalance delay (Kafka waits
 //! `group.initial.rebalance.delay.ms`, 3 s, before completing the first rebalance of an empty
-//! group); a static member rejoining under a new member id always triggers a rebalance, where
-//! Kafka hands it the old assignment when nothing changed.
+//! group).
 
 use bytes::Bytes;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
@@ -55,6 +59,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> J
                 .map(|p| (p.name.as_str().to_owned(), p.metadata.clone()))
                 .collect(),
             require_known_member_id: version >= 4,
+            supports_skip_assignment: version >= 9,
         };
         // Checked and joined under one lock, so a coordinator move cannot fall in between.
         let pending = {
@@ -96,6 +101,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> J
                 .or((version < 7).then(StrBytes::default)),
         )
         .with_leader(text(result.leader))
+        .with_skip_assignment(version >= 9 && result.skip_assignment)
         .with_member_id(text(result.member_id))
         .with_members(
             result

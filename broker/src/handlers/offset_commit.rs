@@ -22,10 +22,14 @@
 //! pending revocation) since that epoch or before (KIP-1251's assignment epochs), and one
 //! partition failing fails the whole request with STALE_MEMBER_EPOCH, as Kafka's exception does.
 //!
-//! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire. A
-//! commit to a partition of kmock's own `__consumer_offsets` (coordinator state, not a topic
-//! unless CreateTopics made it one) is UNKNOWN_TOPIC_OR_PARTITION, where Kafka stores it
-//! (stricter).
+//! A commit to a partition of `__consumer_offsets` is stored, as Kafka stores it (conformance
+//! case `offset_commit_to_the_offsets_topic`).
+//!
+//! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
+//! The answer lists the partitions in request order, one topic entry per request entry, where
+//! Kafka lists the partitions it refuses before asking the group (unknown topics and
+//! partitions) and then the group's, one entry per topic name; clients match answers by name
+//! and index.
 
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};

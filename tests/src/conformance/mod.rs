@@ -35,6 +35,7 @@ mod paths;
 mod produce;
 mod reassignments;
 mod replicas;
+mod sequences;
 mod topics;
 mod transactions;
 mod versions;
@@ -110,6 +111,13 @@ pub fn all() -> Vec<Case> {
         &admin_edges::cases(),
         log_edges::CASES,
         fetch_edges::CASES,
+        groups::classic::CASES,
+        groups::classic_admin::CASES,
+        groups::statics::CASES,
+        groups::kip848::CASES,
+        groups::offset_edges::CASES,
+        groups::offset_fetch_edges::CASES,
+        sequences::CASES,
     ]
     .concat()
 }

@@ -343,6 +343,7 @@ impl Group {
                     } else {
                         Vec::new()
                     },
+                    skip_assignment: false,
                 });
             }
         }

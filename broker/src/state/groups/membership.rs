@@ -56,6 +56,11 @@ impl Groups {
                     .map(|(id, _)| id.clone())
             });
             if let Some(old) = old {
+                if group.state == GroupState::Stable {
+                    if let Some(joined) = replace_in_stable(group, &old, &fresh_id, &req, now) {
+                        return Pending::Now(joined);
+                    }
+                }
                 if let Some(mut replaced) = group.members.remove(&old) {
                     if let Some(w) = replaced.awaiting_join.take() {
                         let _ = w.send(JoinResult::error(ResponseError::FencedInstanceId, &old));
@@ -106,6 +111,7 @@ impl Groups {
                     leader: group.leader.clone().unwrap_or_default(),
                     member_id,
                     members,
+                    skip_assignment: false,
                 });
             }
         }
@@ -292,3 +298,71 @@ impl Groups {
             .collect()
     }
 }
+
+/// A static member's new instance (an empty member id with a known `group.instance.id`)
+/// replacing `old` in a Stable group whose protocol stays the one chosen: the member keeps its
+/// assignment under `new_id` with no rebalance, and is answered at once with the current
+/// generation (from v9 a leader with every member's metadata and `skip_assignment`; before
+/// v9 nobody's metadata and the leader id from before the replacement), as Kafka's
+/// `GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin`; the old id is fenced.
+/// `None`, with the group untouched, when the protocol would change (a rebalance follows).
+fn replace_in_stable(
+    group: &mut Group,
+    old: &str,
+    new_id: &str,
+    req: &JoinRequest,
+    now: Instant,
+) -> Option<JoinResult> {
+    let mut member = group.members.remove(old)?;
+    let previous = std::mem::replace(&mut member.protocols, req.protocols.clone());
+    group.members.insert(new_id.to_owned(), member);
+    if group.select_protocol() != group.protocol_name {
+        let mut member = group.members.remove(new_id).expect("inserted above");
+        member.protocols = previous;
+        group.members.insert(old.to_owned(), member);
+        return None;
+    }
+    let old_leader = group.leader.clone().unwrap_or_default();
+    let member = group.members.get_mut(new_id).expect("inserted above");
+    if let Some(w) = member.awaiting_sync.take() {
+        let _ = w.send(Err(ResponseError::FencedInstanceId));
+    }
+    member.session_timeout = Duration::from_millis(req.session_timeout_ms as u64);
+    member.rebalance_timeout = Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64);
+    member.client_id = req.client_id.clone();
+    member.client_host = req.client_host.clone();
+    member.last_heartbeat = now;
+    let is_leader = group.leader.as_deref() == Some(old);
+    if is_leader {
+        group.leader = Some(new_id.to_owned());
+    }
+    group.store();
+    // Before v9 no member list and the leader as it was before the replacement: the new
+    // instance follows; from v9 a replaced leader gets its members and skips the assignment.
+    let (members, leader) = if !req.supports_skip_assignment {
+        (Vec::new(), old_leader)
+    } else if is_leader {
+        let all = group
+            .members()
+            .into_iter()
+            .map(|(id, instance, _, _, metadata, _)| (id, instance, metadata))
+            .collect();
+        (all, new_id.to_owned())
+    } else {
+        (Vec::new(), group.leader.clone().unwrap_or_default())
+    };
+    Some(JoinResult {
+        error: None,
+        generation_id: group.generation_id,
+        protocol_type: group.protocol_type.clone(),
+        protocol_name: group.protocol_name.clone(),
+        leader,
+        member_id: new_id.to_owned(),
+        members,
+        skip_assignment: req.supports_skip_assignment && is_leader,
+    })
+}
+
+#[cfg(test)]
+#[path = "membership_tests.rs"]
+mod tests;

@@ -87,6 +87,8 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Bytes)>,
     /// Whether the member must first get its id from MEMBER_ID_REQUIRED (JoinGroup v4+).
     pub require_known_member_id: bool,
+    /// Whether the answer can tell a leader to skip the assignment (JoinGroup v9+).
+    pub supports_skip_assignment: bool,
 }
 
 /// The answer to a JoinGroup.
@@ -106,6 +108,9 @@ pub struct JoinResult {
     pub member_id: String,
     /// For the leader: `(member id, instance id, metadata)` of every member.
     pub members: Vec<(String, Option<String>, Bytes)>,
+    /// The leader is told its members but need not assign again (a static leader replaced in
+    /// a Stable group, JoinGroup v9+).
+    pub skip_assignment: bool,
 }
 
 impl JoinResult {

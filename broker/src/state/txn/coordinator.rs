@@ -187,7 +187,8 @@ impl ClusterState {
     /// instead. After a version-2 transition the epoch sent must be the current one while a
     /// transaction is open or none began, and once it ended the one before the bump (a retry,
     /// or the last epoch of the rolled-over producer id); the current epoch with no transaction
-    /// open is INVALID_TXN_STATE (as Kafka 4.4.0 answers it); any other is PRODUCER_FENCED.
+    /// open is INVALID_TXN_STATE for a commit (as Kafka 4.4.0 answers it) and, with `bump`, an
+    /// abort that bumps the epoch and marks nothing; any other is PRODUCER_FENCED.
     ///
     /// # Errors
     /// INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, or INVALID_TXN_STATE when there is no
@@ -223,7 +224,15 @@ impl ClusterState {
         if !(current_epoch || retry) {
             return Err(ResponseError::ProducerFenced);
         }
-        if txn.epoch_bump && ended && !retry {
+        // Transaction version 2 lets a producer abort with no transaction open (it may not
+        // know whether its partitions were added): the epoch is bumped as by any end
+        // (fixtures/conformance/txn_end_txn_with_nothing_open.txt).
+        let empty_abort = bump
+            && !commit
+            && current_epoch
+            && !retry
+            && (txn.state == TxnState::Empty || (txn.epoch_bump && ended));
+        if txn.epoch_bump && ended && !retry && !empty_abort {
             // The epoch of the next transaction, none begun: Kafka 4.4.0 answers
             // INVALID_TXN_STATE (fixtures/conformance/txn_v2_end_txn_bumps_the_epoch.txt).
             return Err(ResponseError::InvalidTxnState);
@@ -234,27 +243,9 @@ impl ClusterState {
         };
         match (txn.state, commit) {
             (TxnState::Ongoing, _) if bump => {
-                let (marker, next) = self.producers.bump_at_end(transactional_id);
-                let mut ended = self.complete_transaction(
-                    transactional_id,
-                    marker.producer_epoch,
-                    commit,
-                    now_ms,
-                );
-                let txn = self
-                    .transactions
-                    .txns
-                    .get_mut(transactional_id)
-                    .expect("ended above");
-                txn.epoch_bump = true;
-                if next.producer_id != marker.producer_id {
-                    txn.previous_producer_id = Some(marker.producer_id);
-                }
-                txn.producer_id = next.producer_id;
-                txn.producer_epoch = next.producer_epoch;
-                ended.producer = next;
-                Ok(ended)
+                Ok(self.end_with_bump(transactional_id, commit, now_ms))
             }
+            _ if empty_abort => Ok(self.end_with_bump(transactional_id, false, now_ms)),
             (TxnState::Ongoing, _) => {
                 let ended = self.complete_transaction(
                     transactional_id,
@@ -274,6 +265,28 @@ impl ClusterState {
             }),
             _ => Err(ResponseError::InvalidTxnState),
         }
+    }
+
+    /// Ends the open transaction (if any) of `transactional_id` with the epoch bump of
+    /// transaction version 2: the markers carry the bumped epoch, and the answer names the
+    /// producer id and epoch to go on with (a new id at epoch 0 once the epoch is exhausted).
+    fn end_with_bump(&mut self, transactional_id: &str, commit: bool, now_ms: i64) -> Ended {
+        let (marker, next) = self.producers.bump_at_end(transactional_id);
+        let mut ended =
+            self.complete_transaction(transactional_id, marker.producer_epoch, commit, now_ms);
+        let txn = self
+            .transactions
+            .txns
+            .get_mut(transactional_id)
+            .expect("ended above");
+        txn.epoch_bump = true;
+        if next.producer_id != marker.producer_id {
+            txn.previous_producer_id = Some(marker.producer_id);
+        }
+        txn.producer_id = next.producer_id;
+        txn.producer_epoch = next.producer_epoch;
+        ended.producer = next;
+        ended
     }
 
     /// Aborts every open transaction past its `transaction.timeout.ms` whose coordinator is

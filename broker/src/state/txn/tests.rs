@@ -323,3 +323,38 @@ fn a_version_2_end_answers_retries_and_refuses_the_next_epoch_with_nothing_open(
         "a retry that turned into an abort"
     );
 }
+
+#[test]
+fn a_version_2_abort_with_nothing_open_bumps_the_epoch_and_a_commit_is_refused() {
+    let mut state = state_with_topic();
+    let producer = state
+        .init_transactional_producer("tx", 60_000, None, 0)
+        .unwrap();
+    for (commit, bump) in [(true, false), (false, false), (true, true)] {
+        assert_eq!(
+            state.end_transaction("tx", producer, commit, bump, 0),
+            Err(ResponseError::InvalidTxnState),
+            "commit {commit}, version 2 {bump}: nothing open"
+        );
+    }
+    let ended = state
+        .end_transaction("tx", producer, false, true, 0)
+        .unwrap();
+    assert!(ended.markers.is_empty(), "no partition to mark");
+    assert_eq!(ended.producer.producer_epoch, producer.producer_epoch + 1);
+    assert_eq!(state.transactions.txns["tx"].state, TxnState::CompleteAbort);
+    // At the bumped epoch, with nothing open again: another abort bumps again; a commit is
+    // refused; the old epoch's abort is a retry.
+    assert_eq!(
+        state.end_transaction("tx", ended.producer, true, true, 0),
+        Err(ResponseError::InvalidTxnState)
+    );
+    let retried = state
+        .end_transaction("tx", producer, false, true, 0)
+        .unwrap();
+    assert_eq!(retried.producer, ended.producer, "a retry changes nothing");
+    let again = state
+        .end_transaction("tx", ended.producer, false, true, 0)
+        .unwrap();
+    assert_eq!(again.producer.producer_epoch, producer.producer_epoch + 2);
+}

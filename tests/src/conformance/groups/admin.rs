@@ -293,7 +293,7 @@ async fn offset_delete_of_an_empty_group(cx: Ctx) -> Result<Lines> {
 }
 
 /// A consumer protocol subscription (v0) to `topics`.
-fn subscribing(topics: &[&str]) -> Bytes {
+pub(super) fn subscribing(topics: &[&str]) -> Bytes {
     let mut b = BytesMut::new();
     b.put_i16(0);
     b.put_i32(topics.len() as i32);
@@ -307,7 +307,7 @@ fn subscribing(topics: &[&str]) -> Bytes {
 
 /// JoinGroup v9 with a subscription to `topics`, protocol type `kind` and `protocols`, as
 /// `member` (with `instance` as its group instance id when given).
-async fn join_as(
+pub(super) async fn join_as(
     client: &Client,
     group: &str,
     member: &str,

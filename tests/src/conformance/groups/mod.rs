@@ -24,11 +24,17 @@ use kmock_client::Client;
 use super::{case, err, text, Case};
 
 pub(super) mod admin;
+pub(super) mod classic;
+pub(super) mod classic_admin;
 mod commits;
 mod consumer;
 pub(super) mod coordinators;
+pub(super) mod kip848;
 mod members;
+pub(super) mod offset_edges;
+pub(super) mod offset_fetch_edges;
 pub(super) mod states;
+pub(super) mod statics;
 
 pub(super) use commits::commit as commit_as;
 

@@ -9,6 +9,8 @@
 //! kmock is complete at once.
 
 mod admin;
+mod commits;
+mod errors;
 mod offsets;
 mod v2;
 
@@ -27,9 +29,17 @@ use kmock_client::{encode_batch, record, Client};
 
 use super::{err, name, text, Case, Ctx};
 
-/// The version-2 cases, the admin API cases, then timeouts and transactional offsets.
+/// The version-2 cases, the admin API cases, timeouts and transactional offsets, then the
+/// refusals of each transactional request and of transactional offset commits and writes.
 pub fn cases() -> Vec<Case> {
-    [v2::CASES, admin::CASES, offsets::CASES].concat()
+    [
+        v2::CASES,
+        admin::CASES,
+        offsets::CASES,
+        errors::CASES,
+        commits::CASES,
+    ]
+    .concat()
 }
 
 pub(super) fn txn_id(s: &str) -> TransactionalId {
