@@ -15,6 +15,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::buf::SharedBytesMut;
 use kafka_protocol::protocol::{budget, Decodable, Encodable, VersionRange};
 
 /// Bytes of decoded arrays and tagged fields allowed per byte of frame.
@@ -230,6 +231,58 @@ pub fn encode_response(
         .map_err(fail)?;
     body.encode(&mut buf, version).map_err(fail)?;
     Ok(buf.freeze())
+}
+
+/// Smallest `bytes` field an encoded response keeps by reference ([`encode_response_pieces`]):
+/// copying fewer bytes costs less than one more piece to write.
+const SHARED_FIELD_BYTES: usize = 4 * 1024;
+
+/// An encoded response frame (without its size prefix), in pieces to be sent in order.
+#[derive(Debug, Clone)]
+pub enum Encoded {
+    /// The whole frame in one buffer.
+    One(Bytes),
+    /// A frame encoded around shared buffers ([`encode_response_pieces`]).
+    Pieces(Vec<Bytes>),
+}
+
+impl Encoded {
+    /// The pieces, in order.
+    pub fn pieces(&self) -> &[Bytes] {
+        match self {
+            Encoded::One(frame) => std::slice::from_ref(frame),
+            Encoded::Pieces(pieces) => pieces,
+        }
+    }
+}
+
+/// Encodes a response frame as [`encode_response`] does, as pieces to be sent in order: a Fetch
+/// answer's records of [`SHARED_FIELD_BYTES`] or more are the answer's own shared buffers, not
+/// copied ([`SharedBytesMut`]); any other answer is one piece.
+///
+/// # Errors
+/// [`CodecError::Encode`] when the body does not fit the version (a kmock bug).
+pub fn encode_response_pieces(
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &ResponseKind,
+) -> Result<Encoded, CodecError> {
+    let ResponseKind::Fetch(fetch) = body else {
+        return encode_response(api, version, correlation_id, body).map(Encoded::One);
+    };
+    let fail = |e: anyhow::Error| CodecError::Encode {
+        api,
+        version,
+        reason: e.to_string(),
+    };
+    let mut buf = SharedBytesMut::new(256, SHARED_FIELD_BYTES);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, api.response_header_version(version))
+        .map_err(fail)?;
+    fetch.encode(&mut buf, version).map_err(fail)?;
+    Ok(Encoded::Pieces(buf.into_pieces()))
 }
 
 /// Kafka's name of an API (`Produce`, `OffsetCommit`, …), as the protocol's message

@@ -222,13 +222,101 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
     stream: &mut W,
     frame: &[u8],
 ) -> std::io::Result<()> {
-    let size = u32::try_from(frame.len())
+    write_frame_pieces(stream, &[frame]).await
+}
+
+/// Writes one frame made of `pieces` in order: the 4-byte big-endian size of them all, then
+/// each piece, in vectored writes (so the prefix and the pieces leave without being copied
+/// into one buffer).
+///
+/// # Errors
+/// The socket's error.
+pub async fn write_frame_pieces<W: AsyncWrite + Unpin, P: AsRef<[u8]>>(
+    stream: &mut W,
+    pieces: &[P],
+) -> std::io::Result<()> {
+    let len: usize = pieces.iter().map(|p| p.as_ref().len()).sum();
+    let size = u32::try_from(len)
         .map_err(|_| std::io::Error::other("response frame larger than 4 GiB"))?;
-    // One vectored write, so the prefix and the frame leave in one segment without a buffer.
     let prefix = size.to_be_bytes();
-    let mut both = Buf::chain(&prefix[..], frame);
-    stream.write_all_buf(&mut both).await?;
+    let mut all = Pieces::new(&prefix, pieces);
+    stream.write_all_buf(&mut all).await?;
     stream.flush().await
+}
+
+/// A frame's size prefix and pieces read in order as one [`Buf`], handed to vectored writes
+/// together, without allocating.
+struct Pieces<'a, P> {
+    prefix: &'a [u8],
+    pieces: &'a [P],
+    /// The slice being read: 0 for the prefix, `i + 1` for `pieces[i]`.
+    at: usize,
+    /// Bytes of that slice already read.
+    offset: usize,
+    remaining: usize,
+}
+
+impl<'a, P: AsRef<[u8]>> Pieces<'a, P> {
+    fn new(prefix: &'a [u8], pieces: &'a [P]) -> Self {
+        let remaining = prefix.len() + pieces.iter().map(|p| p.as_ref().len()).sum::<usize>();
+        Self {
+            prefix,
+            pieces,
+            at: 0,
+            offset: 0,
+            remaining,
+        }
+    }
+
+    fn slice(&self, i: usize) -> &'a [u8] {
+        match i {
+            0 => self.prefix,
+            i => self.pieces[i - 1].as_ref(),
+        }
+    }
+
+    /// The slices not yet read, in order, the first one from where reading stopped; some may be
+    /// empty.
+    fn unread(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (self.at..=self.pieces.len()).map(|i| match i == self.at {
+            true => &self.slice(i)[self.offset..],
+            false => self.slice(i),
+        })
+    }
+}
+
+impl<P: AsRef<[u8]>> Buf for Pieces<'_, P> {
+    fn remaining(&self) -> usize {
+        self.remaining
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.unread().find(|s| !s.is_empty()).unwrap_or_default()
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(cnt <= self.remaining, "advanced past the end");
+        self.remaining -= cnt;
+        while cnt > 0 {
+            let left = self.slice(self.at).len() - self.offset;
+            if cnt < left {
+                self.offset += cnt;
+                return;
+            }
+            cnt -= left;
+            self.at += 1;
+            self.offset = 0;
+        }
+    }
+
+    fn chunks_vectored<'b>(&'b self, dst: &mut [std::io::IoSlice<'b>]) -> usize {
+        let mut n = 0;
+        for (slot, slice) in dst.iter_mut().zip(self.unread().filter(|s| !s.is_empty())) {
+            *slot = std::io::IoSlice::new(slice);
+            n += 1;
+        }
+        n
+    }
 }
 
 #[cfg(test)]
@@ -313,5 +401,26 @@ mod tests {
             0,
             "an idle reader holds no buffer"
         );
+    }
+
+    /// A frame of pieces (empty ones among them) reads back as one frame, also through a pipe
+    /// narrower than the frame, which takes it in several partial writes.
+    #[tokio::test]
+    async fn a_frame_of_pieces_reads_back_whole() {
+        let big: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        let pieces: [&[u8]; 5] = [b"head", &[], &big, b"tail", &[]];
+        let (mut client, server) = tokio::io::duplex(4096);
+        let mut reader = FrameReader::new(server, MAX, Duration::from_secs(5));
+        let (written, frame) = tokio::join!(
+            write_frame_pieces(&mut client, &pieces),
+            reader.read_frame()
+        );
+        written.unwrap();
+        let frame = frame.unwrap().unwrap();
+        let mut expected = b"head".to_vec();
+        expected.extend(&big);
+        expected.extend(b"tail");
+        assert_eq!(frame.len(), expected.len());
+        assert!(frame[..] == expected[..], "the pieces, in order");
     }
 }

@@ -12,7 +12,7 @@
 use kafka_protocol::messages::ResponseKind;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use crate::connection::write_frame;
+use crate::connection::write_frame_pieces;
 use crate::handlers::Digests;
 use crate::journal::summary::{self, ResponseSummary};
 use crate::journal::{Entry, Journal};
@@ -74,7 +74,24 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
         body: Option<Box<ResponseKind>>,
         digests: Digests,
     ) -> std::io::Result<()> {
-        let size = 4 + frame.len();
+        self.write_pieces(seq, &[frame], body, digests).await
+    }
+
+    /// [`Self::write`] for a frame made of `pieces` in order (an answer encoded around shared
+    /// buffers, `codec::encode_response_pieces`): an answer larger than the buffer is sent
+    /// from its pieces in vectored writes, without being copied.
+    ///
+    /// # Errors
+    /// As [`Self::write`].
+    pub async fn write_pieces<P: AsRef<[u8]>>(
+        &mut self,
+        seq: u64,
+        pieces: &[P],
+        body: Option<Box<ResponseKind>>,
+        digests: Digests,
+    ) -> std::io::Result<()> {
+        let len: usize = pieces.iter().map(|p| p.as_ref().len()).sum();
+        let size = 4 + len;
         if self.buffer.len() + size > BUFFER_BYTES {
             self.send().await?;
         }
@@ -82,13 +99,15 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
         if size > BUFFER_BYTES {
             let _handing = self.journal.records().then(|| self.journal.hand_over());
             let sending_us = self.journal.now_us();
-            write_frame(&mut self.writer, frame).await?;
+            write_frame_pieces(&mut self.writer, pieces).await?;
             self.sent(sending_us);
             return Ok(());
         }
-        let prefix = u32::try_from(frame.len()).expect("smaller than the buffer");
+        let prefix = u32::try_from(len).expect("smaller than the buffer");
         self.buffer.extend_from_slice(&prefix.to_be_bytes());
-        self.buffer.extend_from_slice(frame);
+        for piece in pieces {
+            self.buffer.extend_from_slice(piece.as_ref());
+        }
         Ok(())
     }
 

@@ -237,3 +237,46 @@ async fn max_bytes_limits_the_answer_but_the_first_batch_always_comes_whole() {
     );
     assert_eq!(count(client.send(request(1 << 20), 12).await.unwrap()), 3);
 }
+
+/// An answer larger than a connection's send buffer (64 KiB) is encoded around each
+/// partition's records and leaves in vectored writes of its pieces: it reads back record for
+/// record, for two partitions in one answer.
+#[tokio::test]
+async fn a_large_answer_of_two_partitions_reads_back_whole() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    let cluster = Cluster::builder().topic("t", 2).start().await.unwrap();
+    let client = Client::connect(cluster.brokers()[0].addr).await.unwrap();
+    let values: Vec<Vec<u8>> = (0..6u8).map(|i| vec![b'a' + i; 40_000]).collect();
+    for (i, value) in values.iter().enumerate() {
+        let partition = i32::try_from(i % 2).unwrap();
+        client
+            .produce("t", partition, &[record(b"k", value)], -1)
+            .await
+            .unwrap();
+    }
+    let request = FetchRequest::default()
+        .with_max_bytes(10 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName("t".to_string().into()))
+            .with_partitions(
+                (0..2)
+                    .map(|p| {
+                        FetchPartition::default()
+                            .with_partition(p)
+                            .with_partition_max_bytes(1 << 20)
+                    })
+                    .collect(),
+            )]);
+    let answer = client.send(request, 12).await.unwrap();
+    for p in 0..2 {
+        let data = &answer.responses[0].partitions[p];
+        let records = decode_records(data.records.as_ref().unwrap()).unwrap();
+        let got: Vec<&[u8]> = records
+            .iter()
+            .map(|r| r.value.as_deref().unwrap())
+            .collect();
+        let sent: Vec<&[u8]> = values.iter().skip(p).step_by(2).map(|v| &v[..]).collect();
+        assert_eq!(got, sent, "partition {p}'s records");
+    }
+}

@@ -6,8 +6,13 @@
 //! the completion, the client can read the answer and ask the control API for `/check` or
 //! `/journal`: the entry would still say it is waiting for its answer. A reader that awaits
 //! [`HandOvers::settled`] first sees every answer whose write had begun when it asked.
+//!
+//! Every answer sent with the journal on is a hand-over, and readers are rare: a hand-over that
+//! ends wakes readers only when one is waiting (an atomic count of them), so the common send
+//! takes one uncontended lock to begin and one to end, and nothing more.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -24,6 +29,27 @@ pub(crate) const SETTLE_AT_MOST: Duration = Duration::from_millis(500);
 pub(crate) struct HandOvers {
     state: Mutex<Tickets>,
     ended: Notify,
+    /// Readers in [`HandOvers::settled`]; a hand-over that ends notifies `ended` only when this
+    /// is not 0. A reader counts itself before it reads the hand-overs in progress, and a
+    /// hand-over reads the count after it removed itself, both sequentially consistent: a
+    /// hand-over that reads 0 ended before the reader looked, which then does not wait for it.
+    readers: AtomicUsize,
+}
+
+/// A reader counted in [`HandOvers::readers`] while it lives (also when its wait is dropped).
+struct Reader<'a>(&'a AtomicUsize);
+
+impl<'a> Reader<'a> {
+    fn count(readers: &'a AtomicUsize) -> Self {
+        readers.fetch_add(1, Ordering::SeqCst);
+        Self(readers)
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -60,6 +86,7 @@ impl HandOvers {
     /// Waits until every hand-over begun before the call has ended or is [`SETTLE_AT_MOST`]
     /// old: a reader waits at most that long, and not at all for a write long stalled.
     pub async fn settled(&self) {
+        let _reader = Reader::count(&self.readers);
         let horizon = self.tickets().next;
         loop {
             let ended = self.ended.notified();
@@ -85,7 +112,9 @@ impl HandOvers {
 impl Drop for HandOver<'_> {
     fn drop(&mut self) {
         self.hand_overs.tickets().in_progress.remove(&self.ticket);
-        self.hand_overs.ended.notify_waiters();
+        if self.hand_overs.readers.load(Ordering::SeqCst) > 0 {
+            self.hand_overs.ended.notify_waiters();
+        }
     }
 }
 

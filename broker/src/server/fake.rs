@@ -128,13 +128,14 @@ pub(super) async fn answer_requests(
             Outcome::Failed(e) => Err(e),
         };
         let frame = answer.and_then(|(api, version, correlation_id, body)| {
-            codec::encode_response(api, version, correlation_id, &body).map(|frame| (frame, body))
+            codec::encode_response_pieces(api, version, correlation_id, &body)
+                .map(|pieces| (pieces, body))
         });
         let written = match frame {
             // A client that stops reading must not hold up shutdown.
-            Ok((frame, body)) => tokio::select! {
+            Ok((encoded, body)) => tokio::select! {
                 () = close.cancelled() => Err("closing while the answer was being written".to_owned()),
-                written = outbox.write(seq, &frame, Some(body), digests) => written.map_err(|e| format!("write failed: {e}")),
+                written = outbox.write_pieces(seq, encoded.pieces(), Some(body), digests) => written.map_err(|e| format!("write failed: {e}")),
             },
             Err(e) => {
                 journal.finish(seq, |entry| add_digests(entry, digests));

@@ -208,6 +208,13 @@ pub trait ByteBufMut: BufMut {
     fn fill_typed_gap<T: GapType>(&mut self, gap: TypedGap<T>, value: T::Value) {
         gap.type_.put(self.gap_buf(gap.gap), value);
     }
+
+    /// kmock patch: shared bytes. Put the bytes of `value`, a `bytes` field's shared buffer,
+    /// at the current buffer offset. The default copies them (`put_slice`); a buffer that
+    /// keeps a reference to `value` instead, for a vectored write, overrides it.
+    fn put_shared(&mut self, value: &Bytes) {
+        self.put_slice(value);
+    }
 }
 
 impl ByteBufMut for BytesMut {
@@ -243,5 +250,143 @@ impl<T: ByteBufMut> ByteBufMut for &mut T {
     }
     fn range(&mut self, r: Range<usize>) -> &mut [u8] {
         (**self).range(r)
+    }
+    // kmock patch: shared bytes
+    fn put_shared(&mut self, value: &Bytes) {
+        (**self).put_shared(value)
+    }
+}
+
+/// kmock patch: shared bytes. A [`BytesMut`] that keeps the `bytes` fields put through
+/// [`ByteBufMut::put_shared`] by reference, from `min_shared` bytes on, instead of copying them:
+/// the encoded message is then its pieces in order ([`SharedBytesMut::into_pieces`]), the
+/// shared fields among the bytes written around them, for a vectored write.
+#[derive(Debug, Default)]
+pub struct SharedBytesMut {
+    /// Everything but the shared fields.
+    head: BytesMut,
+    /// The shared fields in order, each with the length `head` had when it was put.
+    shared: Vec<(usize, Bytes)>,
+    /// The bytes of `shared`.
+    shared_len: usize,
+    min_shared: usize,
+}
+
+impl SharedBytesMut {
+    /// An empty buffer of `capacity` bytes that keeps fields of `min_shared` bytes or more by
+    /// reference.
+    pub fn new(capacity: usize, min_shared: usize) -> Self {
+        Self {
+            head: BytesMut::with_capacity(capacity),
+            shared: Vec::new(),
+            shared_len: 0,
+            min_shared,
+        }
+    }
+
+    /// The encoded bytes, as pieces to be sent in order (none empty).
+    pub fn into_pieces(self) -> Vec<Bytes> {
+        let head = self.head.freeze();
+        let mut pieces = Vec::with_capacity(2 * self.shared.len() + 1);
+        let mut from = 0;
+        for (at, shared) in self.shared {
+            if at > from {
+                pieces.push(head.slice(from..at));
+            }
+            pieces.push(shared);
+            from = at;
+        }
+        if head.len() > from {
+            pieces.push(head.slice(from..));
+        }
+        pieces
+    }
+
+    /// Where the message's byte `offset` is in `head`: the shared bytes before it taken off.
+    /// A range of the message is either in `head` or in one shared field: only `head`'s are
+    /// asked for (gaps are written by the encoder).
+    fn head_offset(&self, offset: usize) -> usize {
+        let mut skipped = 0;
+        for (at, shared) in &self.shared {
+            if at + skipped >= offset {
+                break;
+            }
+            skipped += shared.len();
+        }
+        offset - skipped
+    }
+}
+
+unsafe impl BufMut for SharedBytesMut {
+    fn remaining_mut(&self) -> usize {
+        self.head.remaining_mut()
+    }
+    unsafe fn advance_mut(&mut self, cnt: usize) {
+        // SAFETY: the caller's promise (`cnt` bytes of `chunk_mut` initialised) is `head`'s.
+        unsafe { self.head.advance_mut(cnt) }
+    }
+    fn chunk_mut(&mut self) -> &mut bytes::buf::UninitSlice {
+        self.head.chunk_mut()
+    }
+    fn put_slice(&mut self, src: &[u8]) {
+        self.head.put_slice(src);
+    }
+}
+
+impl ByteBufMut for SharedBytesMut {
+    fn offset(&self) -> usize {
+        self.head.len() + self.shared_len
+    }
+    fn seek(&mut self, offset: usize) {
+        let at = self.head_offset(offset);
+        self.head.resize(at, 0);
+    }
+    fn range(&mut self, r: Range<usize>) -> &mut [u8] {
+        let start = self.head_offset(r.start);
+        let end = start + r.len();
+        &mut self.head[start..end]
+    }
+    fn put_shared(&mut self, value: &Bytes) {
+        if value.len() < self.min_shared {
+            self.head.put_slice(value);
+        } else {
+            self.shared.push((self.head.len(), value.clone()));
+            self.shared_len += value.len();
+        }
+    }
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+    use crate::protocol::types;
+    use crate::protocol::Encoder;
+
+    /// The pieces of a message with shared fields are the bytes a `BytesMut` encodes, gaps
+    /// filled after a shared field included.
+    #[test]
+    fn shared_pieces_join_to_the_copied_encoding() {
+        let big = Bytes::from(vec![7u8; 100]);
+        let small = Bytes::from_static(b"abc");
+        fn run<B: ByteBufMut>(buf: &mut B, big: &Bytes, small: &Bytes) {
+            types::Int32.encode(buf, 1).unwrap();
+            let gap = buf.put_gap(4);
+            types::CompactBytes.encode(buf, Some(big)).unwrap();
+            types::Bytes.encode(buf, Some(small)).unwrap();
+            types::Bytes.encode(buf, Some(big)).unwrap();
+            let late = buf.put_gap(2);
+            types::Int32.encode(buf, 9).unwrap();
+            buf.gap_buf(gap).copy_from_slice(b"GAP!");
+            buf.gap_buf(late).copy_from_slice(b"LT");
+        }
+        let mut copied = BytesMut::new();
+        run(&mut copied, &big, &small);
+        let mut shared = SharedBytesMut::new(8, 10);
+        run(&mut shared, &big, &small);
+        assert_eq!(shared.offset(), copied.len());
+        let pieces = shared.into_pieces();
+        assert_eq!(pieces.len(), 5, "head, big, head, big, head");
+        assert_eq!(pieces[1].as_ptr(), big.as_ptr(), "kept by reference");
+        assert_eq!(pieces.concat(), copied.to_vec());
     }
 }
