@@ -8,6 +8,8 @@ mod admin;
 mod common;
 #[path = "wire_versions/consumer.rs"]
 mod consumer;
+#[path = "wire_versions/quotas.rs"]
+mod quotas;
 #[path = "wire_versions/txn.rs"]
 mod txn;
 
@@ -460,6 +462,7 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
             consumer::check(f, api, v).await?
         }
         api if admin::APIS.contains(&api) => admin::check(f, api, v).await?,
+        api if quotas::APIS.contains(&api) => quotas::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

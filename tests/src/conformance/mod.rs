@@ -28,6 +28,7 @@ mod ids;
 mod offsets;
 mod paths;
 mod produce;
+mod quotas;
 mod reassignments;
 mod replicas;
 mod topics;
@@ -100,6 +101,7 @@ pub fn all() -> Vec<Case> {
         reassignments::CASES,
         bounds::CASES,
         absent::CASES,
+        quotas::CASES,
     ]
     .concat()
 }
