@@ -5,6 +5,8 @@
 
 #[path = "wire_versions/admin.rs"]
 mod admin;
+#[path = "wire_versions/cluster_admin.rs"]
+mod cluster_admin;
 mod common;
 #[path = "wire_versions/consumer.rs"]
 mod consumer;
@@ -463,6 +465,7 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
         }
         api if admin::APIS.contains(&api) => admin::check(f, api, v).await?,
         api if quotas::APIS.contains(&api) => quotas::check(f, api, v).await?,
+        api if cluster_admin::APIS.contains(&api) => cluster_admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

@@ -11,6 +11,7 @@ pub mod add_partitions_to_txn;
 pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
 pub mod api_versions;
 mod config_changes;
 pub mod consumer_group_describe;
@@ -37,6 +38,7 @@ pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
@@ -50,6 +52,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod update_features;
 
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
@@ -217,6 +220,12 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
         describe_client_quotas::VERSIONS,
     ),
     (ApiKey::AlterClientQuotas, alter_client_quotas::VERSIONS),
+    (ApiKey::ListConfigResources, list_config_resources::VERSIONS),
+    (
+        ApiKey::AlterReplicaLogDirs,
+        alter_replica_log_dirs::VERSIONS,
+    ),
+    (ApiKey::UpdateFeatures, update_features::VERSIONS),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -368,6 +377,15 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         }
         RequestKind::AlterClientQuotas(r) => {
             ResponseKind::AlterClientQuotas(alter_client_quotas::handle(ctx, r, v))
+        }
+        RequestKind::ListConfigResources(r) => {
+            ResponseKind::ListConfigResources(list_config_resources::handle(ctx, r, v))
+        }
+        RequestKind::AlterReplicaLogDirs(r) => {
+            ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(ctx, r, v))
+        }
+        RequestKind::UpdateFeatures(r) => {
+            ResponseKind::UpdateFeatures(update_features::handle(ctx, r, v))
         }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))

@@ -16,6 +16,7 @@ mod absent;
 mod alter_configs;
 pub mod batches;
 mod bounds;
+mod cluster_admin;
 mod configs;
 mod delete_records;
 mod describe_topic_partitions;
@@ -102,6 +103,7 @@ pub fn all() -> Vec<Case> {
         bounds::CASES,
         absent::CASES,
         quotas::CASES,
+        cluster_admin::CASES,
     ]
     .concat()
 }
