@@ -4,7 +4,9 @@
 //! ports while a client is connected; an unmet `expect` of a scenario's rule makes it exit 1;
 //! `--connections-max-idle off` keeps an idle connection open that the scenario's limit would
 //! close; `--kafka-version` lists that release's API versions, and one older than kmock
-//! emulates is refused.
+//! emulates is refused; the `--consumer-group-*` flags set what the scenario's
+//! `consumer_groups:` section sets, and a heartbeat interval not below the session timeout is
+//! refused.
 
 mod common;
 
@@ -208,4 +210,60 @@ async fn kafka_version_lists_that_releases_versions_and_refuses_one_too_old() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "clap's usage error: {stderr}");
     assert!(stderr.contains("2.4 and later"), "{stderr}");
+}
+
+#[tokio::test]
+async fn consumer_group_flags_set_the_heartbeat_interval_and_the_group_size() {
+    let mut server = Server::start(&[
+        "--port",
+        "0",
+        "--topic",
+        "t:2",
+        "--consumer-group-heartbeat-interval",
+        "1500ms",
+        "--consumer-group-max-size",
+        "1",
+    ]);
+    let client = Client::connect(server.addrs()[0]).await.unwrap();
+    let first = client
+        .send(common::consumer_group_join("g", "m1", &["t"]), 1)
+        .await
+        .unwrap();
+    assert_eq!(first.error_code, 0, "{first:?}");
+    assert_eq!(
+        first.heartbeat_interval_ms, 1500,
+        "the interval members are told"
+    );
+    let second = client
+        .send(common::consumer_group_join("g", "m2", &["t"]), 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.error_code,
+        ResponseError::GroupMaxSizeReached.code(),
+        "a second member past --consumer-group-max-size 1: {second:?}"
+    );
+    server.stop();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kmock"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--consumer-group-session-timeout",
+            "10s",
+            "--consumer-group-heartbeat-interval",
+            "10s",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "refused at start as a usage error: {stderr}"
+    );
+    assert!(
+        stderr.contains("heartbeat_interval must be below session_timeout"),
+        "{stderr}"
+    );
 }

@@ -1,5 +1,6 @@
 //! The admin APIs on a running kmock cluster, over real sockets: CreateTopics, DeleteTopics,
-//! CreatePartitions, DescribeConfigs, DescribeCluster, InitProducerId, OffsetForLeaderEpoch.
+//! CreatePartitions, DescribeConfigs, DescribeCluster, InitProducerId, OffsetForLeaderEpoch;
+//! and DeleteRecords' journal summary.
 
 mod common;
 
@@ -430,4 +431,59 @@ async fn offset_for_leader_epoch_answers_end_offsets_and_checks_the_current_epoc
         }
     }
     Ok(())
+}
+
+#[tokio::test]
+async fn a_delete_records_is_journaled_with_each_partitions_offset_and_answer() -> Result<()> {
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use kmock::journal::summary::DeletedRecords;
+    use kmock::journal::RequestSummary;
+    let (cluster, client) = start(1, &["t"], 1).await?;
+    for _ in 0..3 {
+        client.produce("t", 0, &[record(b"k", b"v")], -1).await?;
+    }
+    let partition = |p: i32, offset: i64| {
+        DeleteRecordsPartition::default()
+            .with_partition_index(p)
+            .with_offset(offset)
+    };
+    let request = DeleteRecordsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(name("t"))
+            .with_partitions(vec![partition(0, 2), partition(7, 0)])]);
+    let answer = client.send(request, 2).await?;
+    same("partitions answered", answer.topics[0].partitions.len(), 2)?;
+    common::last_answered(&cluster).await?;
+    let journal = cluster.journal();
+    let entry = journal
+        .api("DeleteRecords")
+        .next()
+        .ok_or(anyhow::anyhow!("no DeleteRecords entry"))?;
+    let Some(RequestSummary::DeleteRecords(s)) = &entry.request else {
+        anyhow::bail!("not a DeleteRecords summary: {:?}", entry.request);
+    };
+    same("timeout", s.timeout_ms, 5_000)?;
+    let deleted = |partition, offset, error_code: i16, low_watermark| DeletedRecords {
+        topic: "t".to_owned(),
+        partition,
+        offset,
+        error_code: Some(error_code),
+        low_watermark,
+    };
+    same(
+        "partitions journaled",
+        s.partitions.clone(),
+        vec![
+            deleted(0, 2, 0, Some(2)),
+            deleted(7, 0, UnknownTopicOrPartition.code(), None),
+        ],
+    )?;
+    same(
+        "error codes of the entry",
+        entry.response.as_ref().map(|r| r.error_codes.clone()),
+        Some(vec![UnknownTopicOrPartition.code()]),
+    )
 }

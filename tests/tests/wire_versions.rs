@@ -5,9 +5,13 @@
 
 #[path = "wire_versions/admin.rs"]
 mod admin;
+#[path = "wire_versions/cluster_admin.rs"]
+mod cluster_admin;
 mod common;
 #[path = "wire_versions/consumer.rs"]
 mod consumer;
+#[path = "wire_versions/quotas.rs"]
+mod quotas;
 #[path = "wire_versions/txn.rs"]
 mod txn;
 
@@ -466,6 +470,8 @@ async fn check(f: &Fixture, api: ApiKey, v: i16) -> Result<()> {
             consumer::check(f, api, v).await?
         }
         api if admin::APIS.contains(&api) => admin::check(f, api, v).await?,
+        api if quotas::APIS.contains(&api) => quotas::check(f, api, v).await?,
+        api if cluster_admin::APIS.contains(&api) => cluster_admin::check(f, api, v).await?,
         _ => return Err(anyhow!("advertised but unknown to this test")),
     }
     Ok(())

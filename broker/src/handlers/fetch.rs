@@ -12,12 +12,19 @@
 //! throws, and the request's error response follows; conformance case
 //! `fetch_and_list_offsets_unknown_isolation_level`).
 //!
+//! Under a `consumer_byte_rate` client quota ([`crate::state::quotas`]) as Kafka's
+//! `KafkaApis.handleFetchRequest`: `max_bytes` is capped at what the quota's window holds, the
+//! answer's size is recorded against the client's rate and, past the quota, the answer is
+//! replaced by one with no topics carrying the throttle time, its bytes are taken back off the
+//! rate, and the connection reads nothing more for that long (KIP-219's muted channel).
+//!
 //! Deviations from Apache Kafka: no incremental fetch sessions (KIP-227): every answer has
 //! session id 0, which tells the client to keep sending full fetch requests, and an incremental
 //! request (session epoch other than 0 or -1) gets FETCH_SESSION_ID_NOT_FOUND. Follower fetches
 //! (`replica_id` ≥ 0) are answered as consumer fetches; `last_fetched_epoch` is not checked
 //! (no diverging epochs are reported); a long poll on a topic deleted meanwhile waits out
-//! `max_wait_ms`.
+//! `max_wait_ms`. `request_percentage` quotas are not enforced; a muted connection reads
+//! ahead and journals what arrives meanwhile, handling it after the throttle time.
 
 use std::time::Duration;
 
@@ -27,11 +34,12 @@ use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
-use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::protocol::{Encodable, Message, VersionRange};
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 
 use super::Ctx;
+use crate::state::quotas::{Throttle, ANONYMOUS, CONSUMER_BYTE_RATE};
 use crate::state::topics::Topic;
 
 /// Versions implemented.
@@ -52,6 +60,21 @@ pub async fn handle(ctx: &Ctx<'_>, request: FetchRequest, version: i16) -> Fetch
     if request.isolation_level != READ_UNCOMMITTED && request.isolation_level != READ_COMMITTED {
         return unknown_isolation_level(&request, version);
     }
+    // Under a `consumer_byte_rate` quota, no more than the quota's window holds (Kafka's
+    // `getMaxValueInQuotaWindow`), so that one answer is not sure to be throttled.
+    let quota_cap = ctx
+        .shared
+        .state()
+        .client_quotas
+        .max_fetch_bytes(ANONYMOUS, ctx.client_id);
+    let max_bytes = match quota_cap {
+        Some(cap) => request
+            .max_bytes
+            .max(0)
+            .min(cap.min(f64::from(i32::MAX)) as i32),
+        None => request.max_bytes.max(0),
+    };
+    let min_bytes = request.min_bytes.max(0).min(max_bytes);
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let deadline = Instant::now() + max_wait;
     loop {
@@ -59,10 +82,11 @@ pub async fn handle(ctx: &Ctx<'_>, request: FetchRequest, version: i16) -> Fetch
         let arrived = ctx.shared.data_arrived.notified();
         tokio::pin!(arrived);
         arrived.as_mut().enable();
-        let read = read_all(ctx, &request, version);
-        let enough = read.bytes >= request.min_bytes.max(0) as usize;
+        let read = read_all(ctx, &request, version, max_bytes as usize);
+        let enough = read.bytes >= min_bytes as usize;
         if enough || read.error || Instant::now() >= deadline {
-            return FetchResponse::default().with_responses(read.topics);
+            let response = FetchResponse::default().with_responses(read.topics);
+            return throttled(ctx, response, version);
         }
         tokio::select! {
             () = &mut arrived => {}
@@ -93,6 +117,35 @@ fn unknown_isolation_level(request: &FetchRequest, version: i16) -> FetchRespons
     FetchResponse::default()
         .with_error_code(error.code())
         .with_responses(topics)
+/// Records the answer's size against the client's `consumer_byte_rate` quota, as Kafka's
+/// `KafkaApis.handleFetchRequest`: over it, the answer is replaced by an empty one carrying
+/// the throttle time (the bytes not sent are taken back off the rate) and the connection is
+/// muted that long.
+fn throttled(ctx: &Ctx<'_>, response: FetchResponse, version: i16) -> FetchResponse {
+    let quota = || {
+        ctx.shared
+            .state()
+            .client_quotas
+            .quota_for(CONSUMER_BYTE_RATE, ANONYMOUS, ctx.client_id)
+    };
+    if quota().is_none() {
+        return response;
+    }
+    let bytes = response.compute_size(version).unwrap_or(0);
+    let throttle_ms = ctx.quota_throttle(Throttle::Fetch, bytes);
+    if throttle_ms == 0 {
+        return response;
+    }
+    let now_ms = ctx.shared.journal.now_us() / 1_000;
+    ctx.shared.state().client_quotas.unrecord(
+        ctx.node_id,
+        Throttle::Fetch,
+        ANONYMOUS,
+        ctx.client_id,
+        bytes,
+        now_ms,
+    );
+    FetchResponse::default().with_throttle_time_ms(throttle_ms)
 }
 
 struct Read {
@@ -101,9 +154,9 @@ struct Read {
     error: bool,
 }
 
-fn read_all(ctx: &Ctx<'_>, request: &FetchRequest, version: i16) -> Read {
+fn read_all(ctx: &Ctx<'_>, request: &FetchRequest, version: i16, max_bytes: usize) -> Read {
     let state = ctx.shared.state();
-    let mut budget = request.max_bytes.max(0) as usize;
+    let mut budget = max_bytes;
     let mut out = Read {
         topics: Vec::with_capacity(request.topics.len()),
         bytes: 0,

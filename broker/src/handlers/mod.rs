@@ -8,8 +8,10 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
 pub mod api_versions;
 mod config_changes;
 pub mod consumer_group_describe;
@@ -19,6 +21,7 @@ pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -35,6 +38,7 @@ pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
@@ -48,6 +52,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod update_features;
 
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
@@ -71,6 +76,27 @@ pub struct Ctx<'a> {
     /// Where the Produce handler leaves the record digests of the request it handled, for
     /// the connection to put in its journal entry.
     pub produced: &'a ProducedDigests,
+    /// Where Produce and Fetch leave the throttle time a client quota gave the request just
+    /// handled, for the connection to mute itself that long after answering.
+    pub mute: &'a QuotaMute,
+}
+
+/// The throttle time, in ms, a client quota gave the last request handled on a connection
+/// (Kafka's `ClientQuotaManager.throttle`): the connection answers at once, with the time as
+/// the answer's `throttle_time_ms`, then reads no request from the client until it has passed,
+/// as Kafka mutes a throttled channel (KIP-219). A connection handles one request at a time.
+#[derive(Debug, Default)]
+pub struct QuotaMute(std::sync::atomic::AtomicU32);
+
+impl QuotaMute {
+    fn set(&self, ms: u32) {
+        self.0.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The throttle time left by the request just handled (0: none), leaving none behind.
+    pub fn take(&self) -> u32 {
+        self.0.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// The record digests of each partition's batch of the last Produce request handled on a
@@ -96,6 +122,26 @@ impl ProducedDigests {
 }
 
 impl Ctx<'_> {
+    /// Records `bytes` of the request being handled against the client's `kind` quota
+    /// ([`crate::state::quotas::ClientQuotas::record`]; kmock's user is always `ANONYMOUS`)
+    /// and gives the throttle time in ms (0 within the quota or without one), leaving it for
+    /// the connection to mute itself ([`QuotaMute`]).
+    pub fn quota_throttle(&self, kind: crate::state::quotas::Throttle, bytes: usize) -> i32 {
+        let now_ms = self.shared.journal.now_us() / 1_000;
+        let ms = self.shared.state().client_quotas.record(
+            self.node_id,
+            kind,
+            crate::state::quotas::ANONYMOUS,
+            self.client_id,
+            bytes,
+            now_ms,
+        );
+        if ms > 0 {
+            self.mute.set(ms);
+        }
+        ms.min(i32::MAX as u32) as i32
+    }
+
     /// Whether this broker coordinates `group_id` (leads its `__consumer_offsets` partition,
     /// as Kafka places it). Takes the locked state, so the answer holds while it is locked.
     pub fn coordinates_group(&self, state: &ClusterState, group_id: &str) -> bool {
@@ -169,6 +215,17 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
         ApiKey::ListPartitionReassignments,
         list_partition_reassignments::VERSIONS,
     ),
+    (
+        ApiKey::DescribeClientQuotas,
+        describe_client_quotas::VERSIONS,
+    ),
+    (ApiKey::AlterClientQuotas, alter_client_quotas::VERSIONS),
+    (ApiKey::ListConfigResources, list_config_resources::VERSIONS),
+    (
+        ApiKey::AlterReplicaLogDirs,
+        alter_replica_log_dirs::VERSIONS,
+    ),
+    (ApiKey::UpdateFeatures, update_features::VERSIONS),
 ];
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
@@ -315,8 +372,35 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
             list_partition_reassignments::handle(ctx, r, v),
         ),
+        RequestKind::DescribeClientQuotas(r) => {
+            ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(ctx, r, v))
+        }
+        RequestKind::AlterClientQuotas(r) => {
+            ResponseKind::AlterClientQuotas(alter_client_quotas::handle(ctx, r, v))
+        }
+        RequestKind::ListConfigResources(r) => {
+            ResponseKind::ListConfigResources(list_config_resources::handle(ctx, r, v))
+        }
+        RequestKind::AlterReplicaLogDirs(r) => {
+            ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(ctx, r, v))
+        }
+        RequestKind::UpdateFeatures(r) => {
+            ResponseKind::UpdateFeatures(update_features::handle(ctx, r, v))
+        }
         _ => return Err(CodecError::NotImplemented(request.api_key)),
     })))
+}
+
+/// The size of a request as Kafka counts it for quotas (`RequestChannel.Request.sizeInBytes`):
+/// its body at `version` and a request header with this client id.
+pub fn request_size<M: kafka_protocol::protocol::Encodable>(
+    ctx: &Ctx<'_>,
+    body: &M,
+    version: i16,
+) -> usize {
+    // api key, version, correlation id, client id (length and bytes), tagged fields.
+    let header = 2 + 2 + 4 + 2 + ctx.client_id.len() + 1;
+    header + body.compute_size(version).unwrap_or(0)
 }
 
 /// Names given more than once (Kafka answers each of them INVALID_REQUEST).

@@ -19,6 +19,7 @@
 //! Cluster operations (a broker taken down or brought up, a leader or coordinator moved) are
 //! entries of their own, numbered in the same order, with [`Entry::operation`] set and no API.
 
+mod admin_summary;
 mod consumer_summary;
 mod hand_over;
 mod pages;

@@ -228,6 +228,7 @@ pub(crate) fn summarize(
         }
         other => super::txn_summary::summarize(other)
             .or_else(|| super::txn_admin_summary::summarize(other))
+            .or_else(|| super::admin_summary::summarize(other))
             .unwrap_or(RequestSummary::Other),
     }
 }

@@ -115,6 +115,7 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
         (summary, response) => {
             super::txn_summary::complete(summary, response);
             super::txn_admin_summary::complete(summary, response);
+            super::admin_summary::complete(summary, response);
         }
     }
 }
@@ -206,6 +207,7 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
             .collect(),
         other => super::txn_summary::error_codes(other)
             .or_else(|| super::txn_admin_summary::error_codes(other))
+            .or_else(|| super::admin_summary::error_codes(other))
             .unwrap_or_default(),
     };
     let mut distinct = Vec::new();

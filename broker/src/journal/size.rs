@@ -142,6 +142,8 @@ heap_of_fields! {
     DescribeProducersSummary => [topics],
     ConsumerGroupHeartbeatSummary => [group_id, member_id, instance_id, subscribed_topic_names,
         subscribed_topic_regex, server_assignor, owned, answered_member_id, assignment, topic_names],
+    DeletedRecords => [topic],
+    DeleteRecordsSummary => [partitions],
 }
 
 impl Heap for uuid::Uuid {
@@ -173,6 +175,7 @@ impl Heap for RequestSummary {
             Self::ListTransactions(s) => s.heap(),
             Self::DescribeProducers(s) => s.heap(),
             Self::ConsumerGroupHeartbeat(s) => s.heap(),
+            Self::DeleteRecords(s) => s.heap(),
             Self::Other => 0,
         }
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::state::batch::RecordDigest;
 
+pub use super::admin_summary::*;
 pub(crate) use super::consumer_summary::topic_names;
 pub use super::consumer_summary::*;
 pub(crate) use super::request::{add_digests, summarize};
@@ -88,6 +89,8 @@ pub enum RequestSummary {
     /// ConsumerGroupHeartbeat (KIP-848): the member, its epoch and owned partitions, and the
     /// epoch and assignment answered.
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatSummary),
+    /// DeleteRecords: every partition's offset, and the log start offset answered.
+    DeleteRecords(DeleteRecordsSummary),
     /// Any other API: the entry's common fields are all that is recorded.
     Other,
 }
@@ -108,6 +111,7 @@ impl RequestSummary {
             Self::DescribeTransactions(s) => s.dropped_transactions,
             Self::ListTransactions(s) => s.dropped_filters,
             Self::DescribeProducers(s) => s.dropped_partitions,
+            Self::DeleteRecords(s) => s.dropped_partitions,
             _ => 0,
         }
     }

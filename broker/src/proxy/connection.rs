@@ -117,12 +117,14 @@ async fn send(
     } = *ctx;
     let journal = &shared.journal;
     let produced = ProducedDigests::default();
+    let mute = crate::handlers::QuotaMute::default();
     let handler_ctx = Ctx {
         shared,
         node_id: ctx.node_id,
         peer: ctx.peer,
         client_id: "",
         produced: &produced,
+        mute: &mute,
     };
     loop {
         let next = tokio::select! {

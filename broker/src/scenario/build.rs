@@ -146,13 +146,25 @@ impl Scenario {
 }
 
 impl super::ConsumerGroupsSpec {
+    /// These settings, each replaced by `other`'s where `other` sets it (`kmock serve`'s
+    /// flags over a scenario's section).
+    pub fn overridden_by(&self, other: &Self) -> Self {
+        Self {
+            session_timeout: other.session_timeout.or(self.session_timeout),
+            heartbeat_interval: other.heartbeat_interval.or(self.heartbeat_interval),
+            assignment_interval: other.assignment_interval.or(self.assignment_interval),
+            max_size: other.max_size.or(self.max_size),
+            assignors: other.assignors.clone().or_else(|| self.assignors.clone()),
+        }
+    }
+
     /// `b` with these settings.
     ///
     /// # Errors
     /// [`Error::Config`] for a zero session timeout or heartbeat interval, a heartbeat interval
     /// not below the session timeout (Kafka refuses both at start-up), `max_size: 0`, or bad
     /// assignors.
-    fn apply(&self, mut b: ClusterBuilder) -> Result<ClusterBuilder, Error> {
+    pub fn apply(&self, mut b: ClusterBuilder) -> Result<ClusterBuilder, Error> {
         let bad = |m: &str| Err(Error::Config(format!("consumer_groups: {m}")));
         if self.session_timeout.is_some_and(|d| d.is_zero()) {
             return bad("session_timeout must be above zero");

@@ -34,19 +34,41 @@ pub(super) async fn answer_requests(
     let journal = &shared.journal;
     let mut outbox = Outbox::new(writer, journal);
     let produced = ProducedDigests::default();
+    let mute = crate::handlers::QuotaMute::default();
     let ctx = Ctx {
         shared,
         node_id,
         peer,
         client_id: "",
         produced: &produced,
+        mute: &mute,
     };
     let closing = |reason: &str, seq: Option<u64>| {
         tracing::warn!(parent: span, seq, "closing connection: {reason}");
     };
+    // Until when a client quota's throttle mutes the connection (Kafka's muted channel).
+    let mut muted_until: Option<tokio::time::Instant> = None;
     loop {
         if close.is_cancelled() {
             break;
+        }
+        if let Some(until) = muted_until.take() {
+            // Kafka sends a throttled request's answer at once, then reads nothing more from
+            // the client until the throttle time has passed.
+            if outbox.has_unsent() {
+                let sent = tokio::select! {
+                    () = close.cancelled() => break,
+                    sent = outbox.send() => sent,
+                };
+                if let Err(e) = sent {
+                    closing(&format!("write failed: {e}"), None);
+                    break;
+                }
+            }
+            tokio::select! {
+                () = close.cancelled() => break,
+                () = tokio::time::sleep_until(until) => {}
+            }
         }
         // Answers are sent when no further request is queued, and before anything waits.
         let next = match rx.try_recv() {
@@ -107,6 +129,12 @@ pub(super) async fn answer_requests(
         };
         // A Produce's record digests go into its entry, answered or not.
         let digests = produced.take();
+        let throttled = mute.take();
+        if throttled > 0 {
+            muted_until = Some(
+                tokio::time::Instant::now() + std::time::Duration::from_millis(throttled.into()),
+            );
+        }
         let answer = match answer {
             Outcome::Write(api, version, correlation_id, body) => {
                 Ok((api, version, correlation_id, body))

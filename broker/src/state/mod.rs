@@ -12,6 +12,7 @@ pub mod groups;
 pub mod log;
 pub mod producer_state;
 pub mod producers;
+pub mod quotas;
 pub mod topics;
 pub mod txn;
 
@@ -55,6 +56,8 @@ pub struct ClusterState {
     /// Dynamic broker configs set by AlterConfigs and IncrementalAlterConfigs, by resource name
     /// (a node id, or `""` for the cluster-wide default), as Kafka's controller stores them.
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Client quotas set by AlterClientQuotas, and the byte rates measured against them.
+    pub client_quotas: quotas::ClientQuotas,
     topics_created: u64,
     id_seed: u64,
 }
@@ -101,6 +104,7 @@ impl ClusterState {
             groups: groups::Groups::default(),
             transactions: txn::Transactions::default(),
             broker_configs: BTreeMap::new(),
+            client_quotas: quotas::ClientQuotas::default(),
             topics_created: 0,
             id_seed,
         }

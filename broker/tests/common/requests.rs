@@ -163,3 +163,24 @@ pub fn idempotent_produce_values(
                 .with_index(partition)
                 .with_records(Some(batch))])])
 }
+
+/// A first ConsumerGroupHeartbeat (KIP-848) of member `member_id` joining `group`, subscribed
+/// to `topics`.
+pub fn consumer_group_join(
+    group: &str,
+    member_id: &str,
+    topics: &[&str],
+) -> kafka_protocol::messages::ConsumerGroupHeartbeatRequest {
+    kafka_protocol::messages::ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(kafka_protocol::messages::GroupId(group.to_owned().into()))
+        .with_member_id(member_id.to_owned().into())
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(
+            topics
+                .iter()
+                .map(|t| kafka_protocol::messages::TopicName((*t).to_owned().into()))
+                .collect(),
+        ))
+        .with_topic_partitions(Some(Vec::new()))
+}

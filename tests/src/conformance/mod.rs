@@ -19,6 +19,7 @@ mod api_versions_v5;
 pub mod batches;
 mod bounds;
 mod config_edges;
+mod cluster_admin;
 mod configs;
 mod delete_records;
 mod describe_topic_partitions;
@@ -33,6 +34,7 @@ mod log_edges;
 mod offsets;
 mod paths;
 mod produce;
+mod quotas;
 mod reassignments;
 mod replicas;
 mod sequences;
@@ -118,6 +120,8 @@ pub fn all() -> Vec<Case> {
         groups::offset_edges::CASES,
         groups::offset_fetch_edges::CASES,
         sequences::CASES,
+        quotas::CASES,
+        cluster_admin::CASES,
     ]
     .concat()
 }

@@ -35,7 +35,47 @@ pub(crate) struct Serve {
     #[arg(long, value_name = "VERSION", value_parser = parse_kafka_version)]
     kafka_version: Option<kmock::KafkaVersion>,
     #[command(flatten)]
+    groups: GroupFlags,
+    #[command(flatten)]
     common: Common,
+}
+
+/// The settings of KIP-848 consumer groups (`group.protocol=consumer`), as the scenario's
+/// `consumer_groups:` section has them; each overrides the scenario's.
+#[derive(Debug, clap::Args)]
+struct GroupFlags {
+    /// A member that sends no heartbeat for this long is removed (Kafka's
+    /// group.consumer.session.timeout.ms; e.g. 45s). Default 45s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    consumer_group_session_timeout: Option<std::time::Duration>,
+    /// The heartbeat interval members are told (Kafka's group.consumer.heartbeat.interval.ms);
+    /// below the session timeout. Default 5s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    consumer_group_heartbeat_interval: Option<std::time::Duration>,
+    /// The least time between two target assignments of a group (Kafka's
+    /// group.consumer.assignment.interval.ms; `0s` for a target on every change). Default 1s.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    consumer_group_assignment_interval: Option<std::time::Duration>,
+    /// Members a consumer group may have (Kafka's group.consumer.max.size). Default
+    /// unlimited.
+    #[arg(long, value_name = "N")]
+    consumer_group_max_size: Option<usize>,
+    /// The server-side assignors, comma-separated, the first the default (Kafka's
+    /// group.consumer.assignors: uniform, range). Default uniform,range.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    consumer_group_assignors: Option<Vec<String>>,
+}
+
+impl GroupFlags {
+    fn spec(&self) -> kmock::scenario::ConsumerGroupsSpec {
+        kmock::scenario::ConsumerGroupsSpec {
+            session_timeout: self.consumer_group_session_timeout,
+            heartbeat_interval: self.consumer_group_heartbeat_interval,
+            assignment_interval: self.consumer_group_assignment_interval,
+            max_size: self.consumer_group_max_size,
+            assignors: self.consumer_group_assignors.clone(),
+        }
+    }
 }
 
 /// The flags `kmock serve` and `kmock proxy` share: journal, control API, connection limits,
@@ -202,6 +242,17 @@ pub(crate) async fn serve(args: Serve) -> anyhow::Result<()> {
     let builder = match args.kafka_version {
         Some(version) => builder.kafka_version(version),
         None => builder,
+    };
+    // The group flags over the scenario's section, checked together as one.
+    let flags = args.groups.spec();
+    let builder = if flags == kmock::scenario::ConsumerGroupsSpec::default() {
+        builder
+    } else {
+        let from_scenario = scenario
+            .as_ref()
+            .and_then(|s| s.consumer_groups.clone())
+            .unwrap_or_default();
+        from_scenario.overridden_by(&flags).apply(builder)?
     };
     run(builder, scenario, args.common).await
 }

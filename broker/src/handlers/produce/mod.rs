@@ -42,9 +42,18 @@
 //! of a producer without state on the partition must start at sequence 0
 //! (OUT_OF_ORDER_SEQUENCE_NUMBER otherwise, as Kafka 4.4.0 answers; version 1 takes any).
 //!
+//! Under a `producer_byte_rate` client quota ([`crate::state::quotas`]) the request's size is
+//! recorded against the client's rate and, past the quota, the answer carries the throttle
+//! time and the connection reads nothing more for that long (`QuotaMute`), as Kafka's
+//! `ClientQuotaManager` throttles and mutes the channel (KIP-219), at acks 0 too.
+//!
 //! Deviations from Apache Kafka: the verification comes after the batch's validation and
 //! before the `min.insync.replicas` check, where Kafka verifies before both; the coordinator
 //! is asked directly, so a coordinator that is down or moving does not refuse the batch.
+//! A quota counts the request's body as encoded and a header estimated from its client id,
+//! where Kafka counts the bytes read; `request_percentage` is not enforced. While a connection
+//! is muted kmock still reads ahead what the client sends (journaled on arrival) and handles
+//! it after the throttle time, where Kafka leaves it unread in the socket.
 
 mod append;
 mod inspect;
@@ -69,6 +78,9 @@ pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 /// Appends each partition's batch. With acks = 0 nothing is answered, and a failure closes the
 /// connection (Kafka's `KafkaApis.handleProduceRequest`).
 pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
+    // What a `producer_byte_rate` quota counts: the request's size (Kafka's
+    // `request.sizeInBytes`).
+    let request_bytes = super::request_size(ctx, &request, version);
     // `KafkaApis.handleProduceRequest`: transactional records without a transactional id are
     // refused as a whole, before anything else is looked at.
     let transactional_records = request
@@ -99,7 +111,14 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                     .with_partition_responses(partitions)
             })
             .collect();
-        return answer(ctx, request.acks, responses, Vec::new(), version);
+        return answer(
+            ctx,
+            request.acks,
+            responses,
+            Vec::new(),
+            version,
+            request_bytes,
+        );
     }
     let acks_valid = matches!(request.acks, -1..=1);
     let mut other_leaders = Vec::new();
@@ -225,7 +244,14 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
     if appended {
         ctx.shared.data_arrived.notify_waiters();
     }
-    answer(ctx, request.acks, responses, other_leaders, version)
+    answer(
+        ctx,
+        request.acks,
+        responses,
+        other_leaders,
+        version,
+        request_bytes,
+    )
 }
 
 /// The answer to a Produce with `acks`: none for acks 0 (the connection closed when a
@@ -237,7 +263,12 @@ fn answer(
     responses: Vec<TopicProduceResponse>,
     other_leaders: Vec<i32>,
     version: i16,
+    request_bytes: usize,
 ) -> Answer {
+    // Kafka's `KafkaApis.handleProduceRequest`: the request is recorded against the client's
+    // `producer_byte_rate` whatever its outcome; over it, the answer carries the throttle time
+    // and the connection is muted that long (also at acks 0, which gets no answer).
+    let throttle_ms = ctx.quota_throttle(crate::state::quotas::Throttle::Produce, request_bytes);
     if acks == 0 {
         let failed = responses
             .iter()
@@ -255,6 +286,7 @@ fn answer(
     }
     Answer::Respond(Box::new(ResponseKind::Produce(
         ProduceResponse::default()
+            .with_throttle_time_ms(throttle_ms)
             .with_responses(responses)
             .with_node_endpoints(if version >= 10 {
                 node_endpoints(ctx, other_leaders)

@@ -1,0 +1,86 @@
+//! AlterClientQuotas (API key 49), versions 0–1.
+//!
+//! Sets and removes client quotas ([`crate::state::quotas`]) as Kafka's controller
+//! (`ClientQuotaControlManager.alterClientQuotas`) does: per entity, the entity types `user`,
+//! `client-id` and `ip` (a null name is the type's default entity), an ip alone and an IP
+//! address or a name that resolves; the keys `producer_byte_rate`, `consumer_byte_rate` (whole
+//! numbers), `request_percentage` and `controller_mutation_rate` for users and client ids,
+//! `connection_creation_rate` (a whole number up to 2^31 − 1) for ips; every value above 0.
+//! The first problem refuses the entity with INVALID_REQUEST and Kafka's message; removing a
+//! key that is not set is a success. An entity named twice, or with a key given twice, is
+//! answered INVALID_REQUEST "Ignoring duplicate entity …", as Kafka answers it. `validate_only`
+//! checks and changes nothing. What is set is honoured: `producer_byte_rate` throttles Produce
+//! and `consumer_byte_rate` Fetch ([`crate::state::quotas::rate`]).
+//!
+//! Deviations from Apache Kafka: entries are answered in order of first appearance and entity
+//! types in name order, where Kafka answers in hash-map order; `request_percentage`,
+//! `controller_mutation_rate` and `connection_creation_rate` are stored and described but not
+//! enforced; the duplicate-entity message prints a two-type entity in name order.
+
+use kafka_protocol::messages::alter_client_quotas_response::{EntityData, EntryData};
+use kafka_protocol::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse};
+use kafka_protocol::protocol::{Message, VersionRange};
+
+use super::{str_bytes, Ctx};
+use crate::state::quotas::{Alteration, Entity};
+
+/// Versions implemented.
+pub const VERSIONS: VersionRange = AlterClientQuotasRequest::VERSIONS;
+
+/// Applies (or, `validate_only`, checks) each entity's alterations.
+pub fn handle(
+    ctx: &Ctx<'_>,
+    request: AlterClientQuotasRequest,
+    _version: i16,
+) -> AlterClientQuotasResponse {
+    // Kafka reads each entry's entity into a map: a type named twice keeps its last name.
+    let alterations: Vec<Alteration> = request
+        .entries
+        .iter()
+        .map(|e| Alteration {
+            entity: e
+                .entity
+                .iter()
+                .map(|d| {
+                    (
+                        d.entity_type.to_string(),
+                        d.entity_name.as_ref().map(ToString::to_string),
+                    )
+                })
+                .collect::<Entity>(),
+            ops: e
+                .ops
+                .iter()
+                .map(|op| (op.key.to_string(), (!op.remove).then_some(op.value)))
+                .collect(),
+        })
+        .collect();
+    let results = ctx
+        .shared
+        .state()
+        .client_quotas
+        .alter(&alterations, request.validate_only);
+    let entries = results
+        .into_iter()
+        .map(|(entity, result)| {
+            let entry = EntryData::default().with_entity(
+                entity
+                    .iter()
+                    .map(|(kind, name)| {
+                        EntityData::default()
+                            .with_entity_type(str_bytes(kind))
+                            .with_entity_name(name.as_deref().map(str_bytes))
+                    })
+                    .collect(),
+            );
+            match result {
+                // Kafka's `ApiError.NONE` carries a null message.
+                Ok(()) => entry.with_error_message(None),
+                Err((error, message)) => entry
+                    .with_error_code(error.code())
+                    .with_error_message(Some(str_bytes(&message))),
+            }
+        })
+        .collect();
+    AlterClientQuotasResponse::default().with_entries(entries)
+}
