@@ -377,6 +377,7 @@ impl ClusterBuilder {
             journal,
             rules: Mutex::new(rules),
             rules_in_force: AtomicBool::new(in_force),
+            client_quotas_set: AtomicBool::new(false),
             next_connection_id: AtomicU64::new(0),
         });
         let tracker = TaskTracker::new();

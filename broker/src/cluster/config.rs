@@ -172,6 +172,10 @@ pub(crate) struct Shared {
     /// Whether any rule is in force, readable without the rules lock: a request takes that
     /// lock only when there is a rule to apply.
     pub(super) rules_in_force: AtomicBool,
+    /// Whether a client quota was ever stored (AlterClientQuotas), readable without the state
+    /// lock: until then Produce and Fetch neither measure their size nor take the lock for
+    /// quotas. It stays set once set (a reset that drops the quotas leaves only that cost).
+    pub client_quotas_set: AtomicBool,
     pub(super) next_connection_id: AtomicU64,
 }
 

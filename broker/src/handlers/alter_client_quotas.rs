@@ -55,6 +55,12 @@ pub fn handle(
                 .collect(),
         })
         .collect();
+    if !request.validate_only && !alterations.is_empty() {
+        // Before the change, so no request after it skips the quotas.
+        ctx.shared
+            .client_quotas_set
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
     let results = ctx
         .shared
         .state()

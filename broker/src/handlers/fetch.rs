@@ -62,11 +62,14 @@ pub async fn handle(ctx: &Ctx<'_>, request: FetchRequest, version: i16) -> Fetch
     }
     // Under a `consumer_byte_rate` quota, no more than the quota's window holds (Kafka's
     // `getMaxValueInQuotaWindow`), so that one answer is not sure to be throttled.
-    let quota_cap = ctx
-        .shared
-        .state()
-        .client_quotas
-        .max_fetch_bytes(ANONYMOUS, ctx.client_id);
+    let quota_cap = if ctx.client_quotas_set() {
+        ctx.shared
+            .state()
+            .client_quotas
+            .max_fetch_bytes(ANONYMOUS, ctx.client_id)
+    } else {
+        None
+    };
     let max_bytes = match quota_cap {
         Some(cap) => request
             .max_bytes
@@ -117,6 +120,8 @@ fn unknown_isolation_level(request: &FetchRequest, version: i16) -> FetchRespons
     FetchResponse::default()
         .with_error_code(error.code())
         .with_responses(topics)
+}
+
 /// Records the answer's size against the client's `consumer_byte_rate` quota, as Kafka's
 /// `KafkaApis.handleFetchRequest`: over it, the answer is replaced by an empty one carrying
 /// the throttle time (the bytes not sent are taken back off the rate) and the connection is
@@ -128,7 +133,7 @@ fn throttled(ctx: &Ctx<'_>, response: FetchResponse, version: i16) -> FetchRespo
             .client_quotas
             .quota_for(CONSUMER_BYTE_RATE, ANONYMOUS, ctx.client_id)
     };
-    if quota().is_none() {
+    if !ctx.client_quotas_set() || quota().is_none() {
         return response;
     }
     let bytes = response.compute_size(version).unwrap_or(0);

@@ -127,6 +127,9 @@ impl Ctx<'_> {
     /// and gives the throttle time in ms (0 within the quota or without one), leaving it for
     /// the connection to mute itself ([`QuotaMute`]).
     pub fn quota_throttle(&self, kind: crate::state::quotas::Throttle, bytes: usize) -> i32 {
+        if !self.client_quotas_set() {
+            return 0;
+        }
         let now_ms = self.shared.journal.now_us() / 1_000;
         let ms = self.shared.state().client_quotas.record(
             self.node_id,
@@ -140,6 +143,14 @@ impl Ctx<'_> {
             self.mute.set(ms);
         }
         ms.min(i32::MAX as u32) as i32
+    }
+
+    /// Whether any client quota was ever stored (`Shared::client_quotas_set`):
+    /// until then no request needs its size measured or the state lock for quotas.
+    pub fn client_quotas_set(&self) -> bool {
+        self.shared
+            .client_quotas_set
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether this broker coordinates `group_id` (leads its `__consumer_offsets` partition,

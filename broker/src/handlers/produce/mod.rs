@@ -80,7 +80,11 @@ pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Answer {
     // What a `producer_byte_rate` quota counts: the request's size (Kafka's
     // `request.sizeInBytes`).
-    let request_bytes = super::request_size(ctx, &request, version);
+    let request_bytes = if ctx.client_quotas_set() {
+        super::request_size(ctx, &request, version)
+    } else {
+        0
+    };
     // `KafkaApis.handleProduceRequest`: transactional records without a transactional id are
     // refused as a whole, before anything else is looked at.
     let transactional_records = request
