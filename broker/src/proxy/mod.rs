@@ -17,8 +17,10 @@
 //!   forwarded as they are ([`rewrite`]);
 //! - a request the codec cannot decode (an API or version newer than kafka-protocol knows)
 //!   is forwarded untouched and journaled with its header's API, version and correlation id;
-//! - no record digests are journaled for Produce (they come from the fake's validation pass),
-//!   and the log checks, which read the fake's partition logs, are skipped;
+//! - Produce's record digests are computed by the proxy once it has forwarded the request
+//!   (the same walk as the fake's validation pass); `duplicate-write` and `lost-write` read
+//!   where batches were written from Kafka's answers, as `kmock check` does offline, and
+//!   `out-of-order-write`, which needs the partition logs, is skipped;
 //! - operations only a fake can do (moving leaders and coordinators, creating topics) are
 //!   refused; `broker_down` closes the proxy's listener while the upstream broker runs on.
 //!
