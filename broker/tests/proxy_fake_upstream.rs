@@ -180,6 +180,12 @@ async fn a_broker_that_joins_the_upstream_later_gets_a_listener_when_first_named
         .map(|b| (b.node_id, b.addr.ip().to_string(), i32::from(b.addr.port())))
         .collect();
     assert_eq!(listed, expected);
+    let all: Vec<_> = proxy.brokers().iter().chain(&late).cloned().collect();
+    assert_eq!(
+        proxy.all_brokers(),
+        all,
+        "all_brokers: those of the start and the late"
+    );
 
     // Through the new listener to the partition broker 2 leads again.
     let partition = (0..2)
@@ -423,6 +429,83 @@ async fn a_proxy_journals_record_digests_and_the_record_identity_checks_run_over
         Vec::<String>::new(),
         "out-of-order-write not asked for, nothing skipped"
     );
+    proxy.shutdown().await;
+    upstream.shutdown().await;
+}
+
+/// An `error` fault on Metadata in proxy mode is answered from what the upstream's Metadata
+/// answers said (the proxy's own state has no topics): the proxy's listeners as brokers, the
+/// rule's topic with the error and no partitions, the other topics as the upstream listed them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_error_fault_answers_from_the_upstream_s_last_metadata() {
+    let upstream = Cluster::builder()
+        .brokers(2)
+        .topic("orders", 2)
+        .topic("payments", 3)
+        .start()
+        .await
+        .unwrap();
+    let proxy = Cluster::builder()
+        .upstream(&upstream.bootstrap())
+        .start()
+        .await
+        .unwrap();
+    let rule = proxy
+        .add_rule(
+            Rule::on(ApiKey::Metadata)
+                .topic("orders")
+                .nth(2)
+                .error(kmock::ResponseError::LeaderNotAvailable)
+                .expect(1),
+        )
+        .unwrap();
+    let client = Client::connect(proxy.brokers()[0].addr).await.unwrap();
+    let summary = |answer: &kafka_protocol::messages::MetadataResponse| {
+        let brokers: Vec<(i32, String, i32)> = answer
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, b.host.to_string(), b.port))
+            .collect();
+        let mut topics: Vec<(String, i16, usize)> = answer
+            .topics
+            .iter()
+            .map(|t| {
+                let name = t.name.as_ref().map_or(String::new(), |n| n.0.to_string());
+                (name, t.error_code, t.partitions.len())
+            })
+            .collect();
+        topics.sort();
+        (brokers, topics)
+    };
+    let forwarded = client.metadata(None).await.unwrap();
+    let faulted = client.metadata(None).await.unwrap();
+    let listeners: Vec<(i32, String, i32)> = proxy
+        .brokers()
+        .iter()
+        .map(|b| (b.node_id, b.addr.ip().to_string(), i32::from(b.addr.port())))
+        .collect();
+    assert_eq!(
+        summary(&forwarded),
+        (
+            listeners.clone(),
+            vec![("orders".into(), 0, 2), ("payments".into(), 0, 3)]
+        ),
+        "the upstream's answer, rewritten"
+    );
+    let leader_not_available = kmock::ResponseError::LeaderNotAvailable.code();
+    assert_eq!(
+        summary(&faulted),
+        (
+            listeners,
+            vec![
+                ("orders".into(), leader_not_available, 0),
+                ("payments".into(), 0, 3)
+            ]
+        ),
+        "the proxy's answer"
+    );
+    assert_eq!(rule.fired(), 1);
+    proxy.verify().unwrap();
     proxy.shutdown().await;
     upstream.shutdown().await;
 }

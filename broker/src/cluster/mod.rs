@@ -156,11 +156,22 @@ impl Cluster {
         bootstrap(&self.inner.shared.brokers)
     }
 
-    /// Node ids and addresses of the brokers, in node id order: in proxy mode, the listeners
-    /// opened at the start for the upstream's brokers, with its node ids (see
-    /// [`Cluster::late_brokers`]).
+    /// Node ids and addresses of the brokers of the start, in node id order: in proxy mode,
+    /// the listeners opened at the start for the upstream's brokers, with its node ids. Those
+    /// opened later for brokers first seen in an answer are in [`Cluster::all_brokers`] (and
+    /// [`Cluster::late_brokers`]); broker operations act on the brokers of the start.
     pub fn brokers(&self) -> &[BrokerInfo] {
         &self.inner.shared.brokers
+    }
+
+    /// Every broker listener, in node id order: those of the start ([`Cluster::brokers`]) and,
+    /// in proxy mode, those opened later for upstream brokers first seen in an answer
+    /// ([`Cluster::late_brokers`]). A fake's are its brokers.
+    pub fn all_brokers(&self) -> Vec<BrokerInfo> {
+        let mut all = self.brokers().to_vec();
+        all.extend(self.late_brokers());
+        all.sort_by_key(|b| b.node_id);
+        all
     }
 
     /// Whether this is a proxy in front of a real Kafka cluster

@@ -93,7 +93,7 @@ pub(crate) async fn forward(
     let (up_read, up_write) = stream.into_split();
     let (pending_tx, mut pending_rx) = mpsc::channel::<Pending>(IN_FLIGHT);
     tokio::join!(
-        send(ctx, rx, up_write, pending_tx),
+        send(ctx, upstream, rx, up_write, pending_tx),
         answer(ctx, upstream, &mut pending_rx, up_read, writer),
     );
     // Forwarded, never answered: complete their entries, unanswered.
@@ -106,6 +106,7 @@ pub(crate) async fn forward(
 /// forwarding, and forwards each (or has the proxy answer it).
 async fn send(
     ctx: &ConnCtx<'_>,
+    upstream: &Upstream,
     rx: &mut mpsc::Receiver<Box<Arrived>>,
     mut up_write: impl AsyncWrite + Unpin,
     pending_tx: mpsc::Sender<Pending>,
@@ -177,6 +178,18 @@ async fn send(
                 tracing::debug!(parent: span, seq, "closing connection: fault: error on an acks=0 produce");
                 close.cancel();
                 break;
+            }
+            // The proxy's own state has no topics: the upstream's answers say what there is.
+            (Some(error), Some(request)) if matches!(request.body, RequestKind::Metadata(_)) => {
+                let RequestKind::Metadata(metadata) = &request.body else {
+                    unreachable!("matched as Metadata");
+                };
+                Some(ResponseKind::Metadata(upstream.metadata_error(
+                    metadata,
+                    request.version,
+                    error.code(),
+                    fired.error_topic.as_deref(),
+                )))
             }
             (Some(error), Some(request)) => faults::error_response(
                 &handler_ctx,
@@ -372,6 +385,9 @@ async fn answer(
             changed |= rewrite::rewrite(body, |node, host, port| {
                 upstream.route(shared, node, host, port)
             });
+            if let (ResponseKind::Metadata(metadata), Some(_)) = (&*body, &frame) {
+                upstream.remember_metadata(metadata);
+            }
         }
         if let Some(throttle) = fired.throttle {
             let ms = throttle.as_millis().min(i32::MAX as u128) as i32;
