@@ -157,9 +157,12 @@ impl Upstream {
         known.controller_id = answer.controller_id;
         known.cluster_authorized_operations = answer.cluster_authorized_operations;
         for topic in &answer.topics {
+            // The same topic: by name, or by id for an answer that names none.
             let same = |k: &kafka_protocol::messages::metadata_response::MetadataResponseTopic| {
-                k.name == topic.name && topic.name.is_some()
-                    || k.topic_id == topic.topic_id && !topic.topic_id.is_nil()
+                match &topic.name {
+                    Some(_) => k.name == topic.name,
+                    None => !topic.topic_id.is_nil() && k.topic_id == topic.topic_id,
+                }
             };
             known.topics.retain(|k| !same(k));
             if topic.error_code != UNKNOWN_TOPIC_OR_PARTITION {
