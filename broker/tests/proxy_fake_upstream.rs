@@ -180,6 +180,12 @@ async fn a_broker_that_joins_the_upstream_later_gets_a_listener_when_first_named
         .map(|b| (b.node_id, b.addr.ip().to_string(), i32::from(b.addr.port())))
         .collect();
     assert_eq!(listed, expected);
+    let all: Vec<_> = proxy.brokers().iter().chain(&late).cloned().collect();
+    assert_eq!(
+        proxy.all_brokers(),
+        all,
+        "all_brokers: those of the start and the late"
+    );
 
     // Through the new listener to the partition broker 2 leads again.
     let partition = (0..2)
@@ -320,4 +326,186 @@ async fn a_delayed_answer_is_given_up_when_the_proxy_shuts_down() {
 async fn an_answer_held_for_throttle_is_given_up_when_the_proxy_shuts_down() {
     let hour = Duration::from_secs(3600);
     held_answer_is_given_up_at_shutdown(Rule::on(ApiKey::Metadata).throttle(hour)).await;
+}
+
+/// Journal parity: a proxy journals each Produce batch's record digests as the fake does
+/// (here the fake upstream's own journal is the reference), so the record-identity checks run
+/// over a proxy's journal: `sequence-reused` (other records sent under the sequence of a batch
+/// stored, answered as its retry) and `lost-write` (two batches answered as written at one
+/// offset: the topic was deleted and created again on the cluster, not through the proxy,
+/// so that the proxy's journal sees one log give offset 0 twice), read from the upstream's
+/// answers since a proxy has no logs of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_journals_record_digests_and_the_record_identity_checks_run_over_it() {
+    use common::idempotent_produce_values;
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest, TopicName};
+    use kmock::journal::RequestSummary;
+    let topic = || TopicName("t".to_owned().into());
+    let upstream = Cluster::builder().topic("t", 1).start().await.unwrap();
+    let proxy = Cluster::builder()
+        .upstream(&upstream.bootstrap())
+        .start()
+        .await
+        .unwrap();
+    let client = Client::connect(proxy.brokers()[0].addr).await.unwrap();
+    // Producer 9 sends other records under the sequence of the batch stored at offset 0.
+    for value in [&b"first"[..], b"second"] {
+        let answer = client
+            .send(idempotent_produce_values("t", 0, 9, 0, 0, &[value]), 9)
+            .await
+            .unwrap();
+        let p = &answer.responses[0].partition_responses[0];
+        assert_eq!((p.error_code, p.base_offset), (0, 0), "answered as a retry");
+    }
+    // The topic deleted and created again by an administrator connected to the cluster
+    // directly: producer 10's batch is written at offset 0 too.
+    let admin = Client::connect(upstream.brokers()[0].addr).await.unwrap();
+    let deleted = admin
+        .send(
+            DeleteTopicsRequest::default()
+                .with_topic_names(vec![topic()])
+                .with_timeout_ms(5_000),
+            4,
+        )
+        .await
+        .unwrap();
+    assert_eq!(deleted.responses[0].error_code, 0, "{deleted:?}");
+    let created = admin
+        .send(
+            CreateTopicsRequest::default()
+                .with_topics(vec![CreatableTopic::default()
+                    .with_name(topic())
+                    .with_num_partitions(1)
+                    .with_replication_factor(1)])
+                .with_timeout_ms(5_000),
+            5,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+    let answer = client
+        .send(idempotent_produce_values("t", 0, 10, 0, 0, &[b"third"]), 9)
+        .await
+        .unwrap();
+    let p = &answer.responses[0].partition_responses[0];
+    assert_eq!(
+        (p.error_code, p.base_offset),
+        (0, 0),
+        "the new topic's first batch"
+    );
+    proxy.settled().await;
+    upstream.settled().await;
+
+    // The same digests as the fake journals for the same three requests.
+    let digests = |cluster: &Cluster| -> Vec<_> {
+        cluster
+            .journal()
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.request {
+                Some(RequestSummary::Produce(p)) => Some(p.partitions[0].digests.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let proxied = digests(&proxy);
+    assert_eq!(proxied.len(), 3, "{proxied:?}");
+    assert!(proxied
+        .iter()
+        .all(|d| d.as_ref().is_some_and(|d| d.len() == 1)));
+    assert_eq!(proxied, digests(&upstream), "the upstream fake's digests");
+    assert_ne!(proxied[0], proxied[1], "other records, other digests");
+
+    let checks =
+        kmock::Checks::named(&["sequence-reused", "lost-write", "duplicate-write"]).unwrap();
+    let report = proxy.check(&checks);
+    let kinds: Vec<_> = report.violations.iter().map(|v| v.kind.as_str()).collect();
+    assert_eq!(kinds, ["sequence-reused", "lost-write"], "{report}");
+    let reused = &report.violations[0];
+    assert_eq!(reused.key, "producer 9 t-0", "{reused:?}");
+    assert_eq!(
+        report.skipped,
+        Vec::<String>::new(),
+        "out-of-order-write not asked for, nothing skipped"
+    );
+    proxy.shutdown().await;
+    upstream.shutdown().await;
+}
+
+/// An `error` fault on Metadata in proxy mode is answered from what the upstream's Metadata
+/// answers said (the proxy's own state has no topics): the proxy's listeners as brokers, the
+/// rule's topic with the error and no partitions, the other topics as the upstream listed them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_error_fault_answers_from_the_upstream_s_last_metadata() {
+    let upstream = Cluster::builder()
+        .brokers(2)
+        .topic("orders", 2)
+        .topic("payments", 3)
+        .start()
+        .await
+        .unwrap();
+    let proxy = Cluster::builder()
+        .upstream(&upstream.bootstrap())
+        .start()
+        .await
+        .unwrap();
+    let rule = proxy
+        .add_rule(
+            Rule::on(ApiKey::Metadata)
+                .topic("orders")
+                .nth(2)
+                .error(kmock::ResponseError::LeaderNotAvailable)
+                .expect(1),
+        )
+        .unwrap();
+    let client = Client::connect(proxy.brokers()[0].addr).await.unwrap();
+    let summary = |answer: &kafka_protocol::messages::MetadataResponse| {
+        let brokers: Vec<(i32, String, i32)> = answer
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, b.host.to_string(), b.port))
+            .collect();
+        let mut topics: Vec<(String, i16, usize)> = answer
+            .topics
+            .iter()
+            .map(|t| {
+                let name = t.name.as_ref().map_or(String::new(), |n| n.0.to_string());
+                (name, t.error_code, t.partitions.len())
+            })
+            .collect();
+        topics.sort();
+        (brokers, topics)
+    };
+    let forwarded = client.metadata(None).await.unwrap();
+    let faulted = client.metadata(None).await.unwrap();
+    let listeners: Vec<(i32, String, i32)> = proxy
+        .brokers()
+        .iter()
+        .map(|b| (b.node_id, b.addr.ip().to_string(), i32::from(b.addr.port())))
+        .collect();
+    assert_eq!(
+        summary(&forwarded),
+        (
+            listeners.clone(),
+            vec![("orders".into(), 0, 2), ("payments".into(), 0, 3)]
+        ),
+        "the upstream's answer, rewritten"
+    );
+    let leader_not_available = kmock::ResponseError::LeaderNotAvailable.code();
+    assert_eq!(
+        summary(&faulted),
+        (
+            listeners,
+            vec![
+                ("orders".into(), leader_not_available, 0),
+                ("payments".into(), 0, 3)
+            ]
+        ),
+        "the proxy's answer"
+    );
+    assert_eq!(rule.fired(), 1);
+    proxy.verify().unwrap();
+    proxy.shutdown().await;
+    upstream.shutdown().await;
 }

@@ -226,14 +226,16 @@ async fn ui() -> impl axum::response::IntoResponse {
 }
 
 /// `GET /health`: `{"status": "ok", "bootstrap": "host:port,…", "brokers": [{"node_id",
-/// "addr", "up"}], "ui": "/ui"}` (`ui`: the timeline page's path on this API).
+/// "addr", "up"}], "ui": "/ui"}` (`ui`: the timeline page's path on this API; `brokers`: every
+/// listener, in proxy mode those opened for brokers first seen later too).
 async fn health(
     axum::extract::State(control): axum::extract::State<Control>,
 ) -> Json<serde_json::Value> {
     let brokers: Vec<serde_json::Value> = {
         let state = control.cluster.state();
-        let brokers = control.cluster.brokers().iter();
+        let brokers = control.cluster.all_brokers();
         brokers
+            .iter()
             .map(|b| {
                 let up = !state.down.contains(&b.node_id);
                 serde_json::json!({"node_id": b.node_id, "addr": b.addr.to_string(), "up": up})

@@ -21,8 +21,8 @@ use crate::arrival::{Arrived, ConnCtx};
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
 use crate::faults::{self, Fired};
-use crate::handlers::{Ctx, ProducedDigests};
-use crate::outbox::Outbox;
+use crate::handlers::{self, Ctx, Digests, ProducedDigests};
+use crate::outbox::{add_digests, Outbox};
 
 /// How long connecting to the upstream broker may take before the client's connection is
 /// closed (a black-holed address would otherwise hold it until the OS gives up, minutes).
@@ -40,6 +40,8 @@ struct Pending {
     version: i16,
     correlation_id: i32,
     answer: Expected,
+    /// A forwarded Produce's record digests, for its journal entry, answered or not.
+    digests: Digests,
 }
 
 enum Expected {
@@ -91,12 +93,12 @@ pub(crate) async fn forward(
     let (up_read, up_write) = stream.into_split();
     let (pending_tx, mut pending_rx) = mpsc::channel::<Pending>(IN_FLIGHT);
     tokio::join!(
-        send(ctx, rx, up_write, pending_tx),
+        send(ctx, upstream, rx, up_write, pending_tx),
         answer(ctx, upstream, &mut pending_rx, up_read, writer),
     );
     // Forwarded, never answered: complete their entries, unanswered.
     while let Ok(pending) = pending_rx.try_recv() {
-        journal.finish(pending.seq, |_| {});
+        journal.finish(pending.seq, |e| add_digests(e, pending.digests));
     }
 }
 
@@ -104,6 +106,7 @@ pub(crate) async fn forward(
 /// forwarding, and forwards each (or has the proxy answer it).
 async fn send(
     ctx: &ConnCtx<'_>,
+    upstream: &Upstream,
     rx: &mut mpsc::Receiver<Box<Arrived>>,
     mut up_write: impl AsyncWrite + Unpin,
     pending_tx: mpsc::Sender<Pending>,
@@ -178,6 +181,18 @@ async fn send(
                 close.cancel();
                 break;
             }
+            // The proxy's own state has no topics: the upstream's answers say what there is.
+            (Some(error), Some(request)) if matches!(request.body, RequestKind::Metadata(_)) => {
+                let RequestKind::Metadata(metadata) = &request.body else {
+                    unreachable!("matched as Metadata");
+                };
+                Some(ResponseKind::Metadata(upstream.metadata_error(
+                    metadata,
+                    request.version,
+                    error.code(),
+                    fired.error_topic.as_deref(),
+                )))
+            }
             (Some(error), Some(request)) => faults::error_response(
                 &handler_ctx,
                 &request.body,
@@ -187,6 +202,7 @@ async fn send(
             ),
             _ => None,
         };
+        let mut digests = Digests::new();
         let answer = match injected {
             Some(body) => Expected::Proxy(Box::new(body)),
             None => {
@@ -199,6 +215,13 @@ async fn send(
                     tracing::warn!(parent: span, seq, "closing connection: forwarding to the upstream failed: {e}");
                     close.cancel();
                     break;
+                }
+                // As the fake's Produce handler, once forwarded (the upstream meanwhile
+                // handles it): the digests of the records the upstream was sent.
+                if let (Some(RequestKind::Produce(produce)), true) =
+                    (request.map(|r| &r.body), journal.records())
+                {
+                    digests = handlers::produce::record_digests(produce, version).await;
                 }
                 if acks_0 {
                     Expected::Nothing
@@ -216,6 +239,7 @@ async fn send(
             version,
             correlation_id,
             answer,
+            digests,
         };
         let queued = tokio::select! {
             () = close.cancelled() => false,
@@ -279,10 +303,13 @@ async fn answer(
             version,
             correlation_id,
             answer,
+            digests,
         } = pending;
+        // Completes the entry, unanswered, with the digests of a Produce forwarded.
+        let unanswered = |digests: Digests| journal.finish(seq, |e| add_digests(e, digests));
         let (frame, body) = match answer {
             Expected::Nothing => {
-                journal.finish(seq, |_| {});
+                unanswered(digests);
                 continue;
             }
             Expected::Proxy(body) => (None, Some(body)),
@@ -292,14 +319,14 @@ async fn answer(
                     None => {
                         if outbox.has_unsent() {
                             if let Err(e) = outbox.send().await {
-                                journal.finish(seq, |_| {});
+                                unanswered(digests);
                                 tracing::warn!(parent: span, "closing connection: write failed: {e}");
                                 break;
                             }
                         }
                         tokio::select! {
                             () = close.cancelled() => {
-                                journal.finish(seq, |_| {});
+                                unanswered(digests);
                                 break;
                             }
                             frame = answers.read_frame() => frame,
@@ -309,12 +336,12 @@ async fn answer(
                 let frame = match frame {
                     Ok(Some(frame)) => frame,
                     Ok(None) => {
-                        journal.finish(seq, |_| {});
+                        unanswered(digests);
                         tracing::debug!(parent: span, seq, "closing connection: the upstream closed its connection");
                         break;
                     }
                     Err(e) => {
-                        journal.finish(seq, |_| {});
+                        unanswered(digests);
                         tracing::warn!(parent: span, seq, "closing connection: reading the upstream's answer failed: {e}");
                         break;
                     }
@@ -323,11 +350,11 @@ async fn answer(
                 if answered != Some(correlation_id) {
                     if matches!(answer, Expected::Maybe) {
                         // An undecoded acks=0 Produce: this answer is the next request's.
-                        journal.finish(seq, |_| {});
+                        unanswered(digests);
                         early = Some(frame);
                         continue;
                     }
-                    journal.finish(seq, |_| {});
+                    unanswered(digests);
                     tracing::warn!(parent: span, seq, ?answered, expected = correlation_id, "closing connection: the upstream answered out of order");
                     break;
                 }
@@ -360,6 +387,9 @@ async fn answer(
             changed |= rewrite::rewrite(body, |node, host, port| {
                 upstream.route(shared, node, host, port)
             });
+            if let (ResponseKind::Metadata(metadata), Some(_)) = (&*body, &frame) {
+                upstream.remember_metadata(metadata);
+            }
         }
         if let Some(throttle) = fired.throttle {
             let ms = throttle.as_millis().min(i32::MAX as u128) as i32;
@@ -372,7 +402,7 @@ async fn answer(
                 // No throttle field at this version: throttle by holding the answer, as
                 // brokers did before KIP-219; given up if the connection closes meanwhile.
                 if !held(close, throttle).await {
-                    journal.finish(seq, |_| {});
+                    unanswered(digests);
                     break;
                 }
             }
@@ -380,18 +410,18 @@ async fn answer(
         if !fired.delay_response.is_zero() {
             let _ = outbox.send().await;
             if !held(close, fired.delay_response).await {
-                journal.finish(seq, |_| {});
+                unanswered(digests);
                 break;
             }
         }
         if fired.disconnect_after_apply {
-            journal.finish(seq, |_| {});
+            unanswered(digests);
             let _ = outbox.send().await;
             tracing::debug!(parent: span, seq, "closing connection: fault: disconnect after forwarding");
             break;
         }
         if fired.silence {
-            journal.finish(seq, |_| {});
+            unanswered(digests);
             continue;
         }
         let bytes = match (changed, &body, frame) {
@@ -407,14 +437,14 @@ async fn answer(
         let bytes = match bytes {
             Ok(bytes) => bytes,
             Err(e) => {
-                journal.finish(seq, |_| {});
+                unanswered(digests);
                 tracing::warn!(parent: span, seq, "closing connection: {e}");
                 break;
             }
         };
         let written = tokio::select! {
             () = close.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
-            written = outbox.write(seq, &bytes, body, Vec::new()) => written,
+            written = outbox.write(seq, &bytes, body, digests) => written,
         };
         if let Err(e) = written {
             tracing::warn!(parent: span, seq, "closing connection: write failed: {e}");

@@ -17,13 +17,16 @@
 //!   forwarded as they are ([`rewrite`]);
 //! - a request the codec cannot decode (an API or version newer than kafka-protocol knows)
 //!   is forwarded untouched and journaled with its header's API, version and correlation id;
-//! - no record digests are journaled for Produce (they come from the fake's validation pass),
-//!   and the log checks, which read the fake's partition logs, are skipped;
+//! - Produce's record digests are computed by the proxy once it has forwarded the request
+//!   (the same walk as the fake's validation pass); `duplicate-write` and `lost-write` read
+//!   where batches were written from Kafka's answers, as `kmock check` does offline, and
+//!   `out-of-order-write`, which needs the partition logs, is skipped;
 //! - operations only a fake can do (moving leaders and coordinators, creating topics) are
 //!   refused; `broker_down` closes the proxy's listener while the upstream broker runs on.
 //!
 //! SASL and TLS to the upstream are out of scope: the upstream is spoken to in PLAINTEXT.
 
+mod answers;
 mod connection;
 pub(crate) mod rewrite;
 
@@ -33,8 +36,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
-    ApiKey, MetadataRequest, MetadataResponse, RequestHeader, ResponseKind,
+    ApiKey, BrokerId, MetadataRequest, MetadataResponse, RequestHeader, ResponseKind,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes, VersionRange};
 use tokio::io::AsyncWriteExt;
@@ -85,6 +89,10 @@ pub(crate) struct Upstream {
     routes: Mutex<BTreeMap<i32, Route>>,
     /// Listeners opened for brokers first seen after the start.
     late: Mutex<Vec<Listening>>,
+    /// What the upstream's Metadata answers said, rewritten: the last answer's brokers and
+    /// cluster, and every topic an answer listed (the last word on each), for the answers a
+    /// fault's `error` gives ([`answers::metadata_error`]).
+    metadata: Mutex<MetadataResponse>,
     /// The cluster's shutdown, which stops the late listeners too.
     shutdown: CancellationToken,
 }
@@ -104,6 +112,16 @@ impl Upstream {
         host: IpAddr,
         shutdown: CancellationToken,
     ) -> Self {
+        let listed = brokers
+            .iter()
+            .zip(listeners)
+            .map(|(b, l)| {
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(b.node_id))
+                    .with_host(StrBytes::from_string(l.ip().to_string()))
+                    .with_port(i32::from(l.port()))
+            })
+            .collect();
         let routes = brokers
             .iter()
             .zip(listeners)
@@ -119,8 +137,50 @@ impl Upstream {
             host,
             routes: Mutex::new(routes),
             late: Mutex::new(Vec::new()),
+            metadata: Mutex::new(MetadataResponse::default().with_brokers(listed)),
             shutdown,
         }
+    }
+
+    fn metadata(&self) -> std::sync::MutexGuard<'_, MetadataResponse> {
+        self.metadata.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes note of an upstream Metadata `answer` (already rewritten): its brokers and
+    /// cluster replace the last ones; each topic it lists replaces what was known of it, and
+    /// one it answers UNKNOWN_TOPIC_OR_PARTITION is forgotten.
+    pub(crate) fn remember_metadata(&self, answer: &MetadataResponse) {
+        const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+        let mut known = self.metadata();
+        known.brokers.clone_from(&answer.brokers);
+        known.cluster_id.clone_from(&answer.cluster_id);
+        known.controller_id = answer.controller_id;
+        known.cluster_authorized_operations = answer.cluster_authorized_operations;
+        for topic in &answer.topics {
+            // The same topic: by name, or by id for an answer that names none.
+            let same = |k: &kafka_protocol::messages::metadata_response::MetadataResponseTopic| {
+                match &topic.name {
+                    Some(_) => k.name == topic.name,
+                    None => !topic.topic_id.is_nil() && k.topic_id == topic.topic_id,
+                }
+            };
+            known.topics.retain(|k| !same(k));
+            if topic.error_code != UNKNOWN_TOPIC_OR_PARTITION {
+                known.topics.push(topic.clone());
+            }
+        }
+    }
+
+    /// The answer an `error(code)` fault gives a Metadata `request` at `version`, from what
+    /// the upstream's answers said ([`answers::metadata_error`]); `topic` is the rule's topic.
+    pub(crate) fn metadata_error(
+        &self,
+        request: &MetadataRequest,
+        version: i16,
+        code: i16,
+        topic: Option<&str>,
+    ) -> MetadataResponse {
+        answers::metadata_error(&self.metadata(), request, version, code, topic)
     }
 
     fn routes(&self) -> std::sync::MutexGuard<'_, BTreeMap<i32, Route>> {

@@ -95,7 +95,9 @@ pub(crate) fn rewrite(
             }
         }
         ResponseKind::FindCoordinator(r) => {
-            if r.node_id.0 >= 0 {
+            // v0-3 name one coordinator at the top level, v4+ a list and no top-level fields
+            // (decoded as node 0, no host: rewriting them would make the answer unencodable).
+            if r.coordinators.is_empty() && r.node_id.0 >= 0 && !r.host.is_empty() {
                 apply(r.node_id.0, &mut r.host, &mut r.port);
             }
             for c in &mut r.coordinators {
@@ -175,6 +177,45 @@ mod tests {
             (r.brokers[0].host.as_str(), r.brokers[0].port),
             ("127.0.0.1", 40004)
         );
+    }
+
+    /// Found by Sarama's FindCoordinator v4 through a proxy: the absent top-level fields were
+    /// "rewritten" to a new listener for node 0, and the answer could not be encoded again.
+    #[test]
+    fn find_coordinator_v4_rewrites_its_coordinators_and_no_top_level_fields() {
+        use kafka_protocol::messages::find_coordinator_response::Coordinator;
+        use kafka_protocol::messages::FindCoordinatorResponse;
+        let mut body = ResponseKind::FindCoordinator(
+            FindCoordinatorResponse::default().with_coordinators(vec![Coordinator::default()
+                .with_key(StrBytes::from_static_str("shipping"))
+                .with_node_id(BrokerId(2))
+                .with_host(StrBytes::from_static_str("kafka-2.internal"))
+                .with_port(9092)]),
+        );
+        let proxy: SocketAddr = "127.0.0.1:40002".parse().unwrap();
+        let mut seen = Vec::new();
+        assert!(rewrite(&mut body, |node, host, port| {
+            seen.push((node, host.to_owned(), port));
+            Some(proxy)
+        }));
+        assert_eq!(seen, [(2, "kafka-2.internal".to_owned(), 9092)]);
+        let ResponseKind::FindCoordinator(r) = body else {
+            unreachable!()
+        };
+        assert_eq!(
+            (r.node_id.0, r.host.as_str(), r.port),
+            (0, "", 0),
+            "top level as decoded"
+        );
+        let c = &r.coordinators[0];
+        assert_eq!((c.host.as_str(), c.port), ("127.0.0.1", 40002));
+        crate::codec::encode_response(
+            ApiKey::FindCoordinator,
+            4,
+            1,
+            &ResponseKind::FindCoordinator(r),
+        )
+        .expect("a v4 answer encodes again");
     }
 
     #[test]

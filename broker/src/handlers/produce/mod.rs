@@ -72,6 +72,15 @@ use crate::state::topics::is_internal;
 use append::{append, ProduceContext};
 use inspect::inspect_all;
 
+/// The record digests of each partition's batch of `request` at `version`, in request order,
+/// as this handler journals them (validated in the same walk, at most
+/// [`batch::digest::MAX_REQUEST_DIGESTS`] in all): for a proxy, which forwards the request
+/// to the upstream instead of handling it.
+pub(crate) async fn record_digests(request: &ProduceRequest, version: i16) -> super::Digests {
+    let budget = batch::digest::MAX_REQUEST_DIGESTS;
+    inspect_all(request, version >= 7, budget).await.1
+}
+
 /// Versions implemented.
 pub const VERSIONS: VersionRange = ProduceRequest::VERSIONS;
 
