@@ -11,7 +11,8 @@
 //! broker that does not lead it NOT_LEADER_OR_FOLLOWER; a topic whose `cleanup.policy` lacks
 //! `delete` POLICY_VIOLATION; an offset below -1 or past the high watermark
 //! OFFSET_OUT_OF_RANGE. Errors answer low watermark -1. A partition named twice is deleted
-//! once, to the last offset given, and answered once (Kafka collects the request in a map).
+//! once, to the last offset given, and answered once (Kafka collects the request in a map;
+//! with two different offsets Kafka 4.4.0 was seen keeping either, so no case pins the winner).
 //!
 //! Deviations from Apache Kafka: none known (`delete_records_*` conformance cases). Kafka
 //! answers once every replica's log start offset has moved (a purgatory wait bounded by

@@ -97,8 +97,9 @@ async fn delete_records_moves_the_log_start(cx: Ctx) -> Result<Lines> {
 }
 
 /// An unknown topic and partition, a compacted topic (POLICY_VIOLATION, even at offset 0), one
-/// with both policies (allowed), and a partition named twice in one request (the last offset
-/// wins, one answer).
+/// with both policies (allowed), and a partition named twice in one request (one answer). The
+/// two offsets are the same: with different ones, Kafka 4.4.0 kept the last (1) in one run and
+/// the first (2) in another, so which wins is not part of its behaviour.
 async fn delete_records_errors(cx: Ctx) -> Result<Lines> {
     let (client, full) = three_records(&cx).await?;
     let compact = cx
@@ -121,7 +122,7 @@ async fn delete_records_errors(cx: Ctx) -> Result<Lines> {
     )
     .await?;
     lines.extend(delete(&cx, &client, 2, &[(&compact, 0, -1)]).await?);
-    lines.extend(delete(&cx, &client, 2, &[(&full, 0, 2), (&full, 0, 1)]).await?);
+    lines.extend(delete(&cx, &client, 2, &[(&full, 0, 2), (&full, 0, 2)]).await?);
     lines.extend(list(&cx, &full, 10, &[(0, -2)]).await?);
     Ok(lines)
 }
