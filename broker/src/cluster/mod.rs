@@ -399,6 +399,27 @@ async fn group_timers(shared: Arc<Shared>, shutdown: CancellationToken) {
     }
 }
 
+/// Kafka's retention check (`LogManager.cleanupLogs`), every
+/// [`ClusterBuilder::retention_check_interval`], first one interval after the start (Kafka waits
+/// 30 s before its first).
+async fn retention_timer(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let period = shared.config.retention_check_interval;
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = ticks.tick() => {
+                let now_ms = shared.now_ms();
+                let moved = shared.state().delete_old_segments(now_ms);
+                if moved > 0 {
+                    tracing::debug!(partitions = moved, "retention moved log start offsets");
+                }
+            }
+        }
+    }
+}
+
 fn bootstrap(brokers: &[BrokerInfo]) -> String {
     brokers
         .iter()
