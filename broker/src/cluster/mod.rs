@@ -199,6 +199,15 @@ impl Cluster {
             .map_err(|e| Error::Topic(e.message))
     }
 
+    /// Runs Kafka's retention check on every partition now, as the timer does every
+    /// [`ClusterBuilder::retention_check_interval`] (`retention.ms`, `retention.bytes`, and
+    /// segments wholly below a DeleteRecords' log start offset), so that a test need not wait
+    /// for the timer. Returns how many partitions' log start offsets moved.
+    pub fn check_retention(&self) -> usize {
+        let now_ms = self.inner.shared.now_ms();
+        self.inner.shared.state().delete_old_segments(now_ms)
+    }
+
     /// Node id of the leader of `topic`/`partition` (-1 while offline), if the partition
     /// exists.
     pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
