@@ -114,7 +114,7 @@ fn raise_open_file_limit(n: usize) -> Result<()> {
     let mut limit = getrlimit(Resource::Nofile);
     if limit.current != limit.maximum {
         limit.current = limit.maximum;
-        setrlimit(Resource::Nofile, limit.clone())?;
+        setrlimit(Resource::Nofile, limit)?;
     }
     let needed = n as u64 + 256;
     match limit.current {
