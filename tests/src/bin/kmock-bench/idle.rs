@@ -18,6 +18,9 @@ use crate::Bench;
 const FIGURE: &str = "10 idle connections";
 /// Connections opened at once: librdkafka's mock listens with a backlog of 5.
 const AT_ONCE: usize = 100;
+/// How long one connection may take to open and answer ApiVersions before it counts as failed
+/// (librdkafka's mock leaves some connections unanswered when many arrive at once).
+const PER_CONNECTION: Duration = Duration::from_secs(10);
 /// Time given to a process to settle before its resident set is read.
 const SETTLE: Duration = Duration::from_millis(500);
 
@@ -76,9 +79,13 @@ fn measure(bench: &Bench, peer: Peer, n: usize) -> Result<(f64, f64, usize)> {
             let chunk = left.min(AT_ONCE);
             left -= chunk;
             let opened = join_all((0..chunk).map(|_| async {
-                let client = Client::connect(addr).await?;
-                api_versions(&client).await?;
-                anyhow::Ok(client)
+                tokio::time::timeout(PER_CONNECTION, async {
+                    let client = Client::connect(addr).await?;
+                    api_versions(&client).await?;
+                    anyhow::Ok(client)
+                })
+                .await
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("not answered within {PER_CONNECTION:?}")))
             }))
             .await;
             for c in opened {
