@@ -19,8 +19,8 @@ use crate::faults::{Rule, Rules};
 use crate::journal::{Journal, Sink};
 
 use super::{
-    bootstrap, group_timers, BrokerInfo, Cluster, Config, Inner, KafkaVersion, Listening, Shared,
-    TransactionVersion,
+    bootstrap, group_timers, retention_timer, BrokerInfo, Cluster, Config, Inner, KafkaVersion,
+    Listening, Shared, TransactionVersion,
 };
 
 /// Builds and starts a [`Cluster`]. Nothing listens until [`ClusterBuilder::start`].
@@ -259,6 +259,26 @@ impl ClusterBuilder {
         self
     }
 
+    /// How often every partition's retention is checked, deleting the segments that
+    /// `retention.ms` and `retention.bytes` (and DeleteRecords) leave behind (Kafka's
+    /// `log.retention.check.interval.ms`). Default 5 minutes, as Kafka. `retention.bytes` is also
+    /// checked after every append, so that a log's memory stays bounded between checks; a test of
+    /// `retention.ms` lowers this. `Duration::ZERO` is taken as 1 ms.
+    pub fn retention_check_interval(mut self, interval: Duration) -> Self {
+        self.config.retention_check_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// A cap on the bytes stored in all partition logs together (record batches as received,
+    /// the journal not included), for long runs: a batch that would take the total past it is
+    /// refused with KAFKA_STORAGE_ERROR, as Kafka answers when a log directory cannot be
+    /// written (a full disk), with a message naming the cap, and is journaled so. Retention
+    /// frees bytes again. Default: no cap.
+    pub fn max_stored_bytes(mut self, bytes: u64) -> Self {
+        self.config.max_stored_bytes = Some(bytes);
+        self
+    }
+
     /// Binds every listener, creates the configured topics and starts serving.
     ///
     /// # Errors
@@ -389,6 +409,7 @@ impl ClusterBuilder {
             })
             .collect();
         tracker.spawn(group_timers(Arc::clone(&shared), shutdown.clone()));
+        tracker.spawn(retention_timer(Arc::clone(&shared), shutdown.clone()));
         tracing::info!(bootstrap = %bootstrap(&shared.brokers), "kmock cluster started");
         Ok(Cluster {
             inner: Arc::new(Inner {

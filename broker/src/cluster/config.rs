@@ -60,6 +60,9 @@ impl TransactionVersion {
     }
 }
 
+/// Kafka's default `log.retention.check.interval.ms`: 5 minutes.
+pub const DEFAULT_RETENTION_CHECK_INTERVAL: Duration = Duration::from_secs(300);
+
 /// Settings fixed at start.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -88,6 +91,11 @@ pub(crate) struct Config {
     pub coordinator_load: Option<Duration>,
     /// Proxy mode: the upstream cluster's bootstrap addresses (`host:port`).
     pub upstream: Option<Vec<String>>,
+    /// How often every partition's retention is checked (Kafka's
+    /// `log.retention.check.interval.ms`).
+    pub retention_check_interval: Duration,
+    /// The cap on bytes stored in every partition log together; `None`: no cap.
+    pub max_stored_bytes: Option<u64>,
 }
 
 impl Config {
@@ -151,6 +159,8 @@ impl Default for Config {
             consumer_groups: Default::default(),
             coordinator_load: None,
             upstream: None,
+            retention_check_interval: DEFAULT_RETENTION_CHECK_INTERVAL,
+            max_stored_bytes: None,
         }
     }
 }

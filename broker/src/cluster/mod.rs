@@ -210,6 +210,15 @@ impl Cluster {
             .map_err(|e| Error::Topic(e.message))
     }
 
+    /// Runs Kafka's retention check on every partition now, as the timer does every
+    /// [`ClusterBuilder::retention_check_interval`] (`retention.ms`, `retention.bytes`, and
+    /// segments wholly below a DeleteRecords' log start offset), so that a test need not wait
+    /// for the timer. Returns how many partitions' log start offsets moved.
+    pub fn check_retention(&self) -> usize {
+        let now_ms = self.inner.shared.now_ms();
+        self.inner.shared.state().delete_old_segments(now_ms)
+    }
+
     /// Node id of the leader of `topic`/`partition` (-1 while offline), if the partition
     /// exists.
     pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
@@ -418,6 +427,27 @@ async fn group_timers(shared: Arc<Shared>, shutdown: CancellationToken) {
                 drop(state);
                 if !aborted.is_empty() {
                     shared.data_arrived.notify_waiters();
+                }
+            }
+        }
+    }
+}
+
+/// Kafka's retention check (`LogManager.cleanupLogs`), every
+/// [`ClusterBuilder::retention_check_interval`], first one interval after the start (Kafka waits
+/// 30 s before its first).
+async fn retention_timer(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let period = shared.config.retention_check_interval;
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = ticks.tick() => {
+                let now_ms = shared.now_ms();
+                let moved = shared.state().delete_old_segments(now_ms);
+                if moved > 0 {
+                    tracing::debug!(partitions = moved, "retention moved log start offsets");
                 }
             }
         }

@@ -4,7 +4,8 @@
 //! partition this broker is a replica of, as Kafka's `ReplicaManager.describeLogDirs`: null
 //! `topics` lists every one, else the partitions asked that this broker holds (others are left
 //! out, unknown topics included). Each partition: its size (the bytes of its stored batches, the
-//! records below a DeleteRecords' log start offset included, as Kafka keeps their segment), an
+//! records below a DeleteRecords' log start offset included until retention deletes their
+//! segment, as Kafka keeps it; shrinking as retention deletes segments), an
 //! offset lag of 0 (followers are never behind), not a future replica. Top-level error NONE.
 //!
 //! Deviations from Apache Kafka: the log directory's `total_bytes` and `usable_bytes` (v4) are
@@ -58,10 +59,9 @@ pub fn handle(
                             .is_none_or(|a| a.contains(&(topic.name.as_str(), *i as i32)))
                 })
                 .map(|(i, p)| {
-                    let size: usize = p.log.batches().iter().map(|b| b.bytes.size()).sum();
                     DescribeLogDirsPartition::default()
                         .with_partition_index(i as i32)
-                        .with_partition_size(size as i64)
+                        .with_partition_size(p.log.size() as i64)
                         .with_offset_lag(0)
                 })
                 .collect();

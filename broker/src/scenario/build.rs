@@ -63,6 +63,12 @@ impl Scenario {
         if let Some(n) = self.journal_max_bytes {
             b = b.journal_max_bytes(n);
         }
+        if let Some(n) = self.max_stored_bytes {
+            b = b.max_stored_bytes(n);
+        }
+        if let Some(interval) = self.retention_check_interval {
+            b = b.retention_check_interval(interval);
+        }
         if let Some(g) = &self.consumer_groups {
             b = g.apply(b)?;
         }
@@ -83,6 +89,11 @@ impl Scenario {
             ("auto_create_topics", self.auto_create_topics.is_some()),
             ("default_partitions", self.default_partitions.is_some()),
             ("replication_factor", self.replication_factor.is_some()),
+            ("max_stored_bytes", self.max_stored_bytes.is_some()),
+            (
+                "retention_check_interval",
+                self.retention_check_interval.is_some(),
+            ),
             (
                 "operations: move_leader",
                 self.operations.iter().any(|o| o.move_leader.is_some()),

@@ -18,6 +18,9 @@
 //!                           # COORDINATOR_LOAD_IN_PROGRESS this long after the start (default none)
 //! control_token: s3cret     # kmock serve's control API requires `Authorization: Bearer s3cret`
 //! journal_max_bytes: 536870912 # estimated heap bytes kept (default 512 MiB)
+//! max_stored_bytes: 1073741824  # cap on record bytes stored in all partitions; past it
+//!                           # Produce gets KAFKA_STORAGE_ERROR (default no cap)
+//! retention_check_interval: 5m # Kafka's log.retention.check.interval.ms (default 5m)
 //! consumer_groups:          # KIP-848 groups (group.protocol=consumer), Kafka's broker configs
 //!   session_timeout: 45s    # group.consumer.session.timeout.ms (default 45s)
 //!   heartbeat_interval: 5s  # group.consumer.heartbeat.interval.ms (default 5s)
@@ -126,6 +129,16 @@ pub struct Scenario {
     /// Estimated heap bytes of journal kept in memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_max_bytes: Option<usize>,
+    /// The cap on bytes of record batches stored in all partitions together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_stored_bytes: Option<u64>,
+    /// How often every partition's retention is checked.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde_opt"
+    )]
+    pub retention_check_interval: Option<Duration>,
     /// Settings of KIP-848 consumer groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer_groups: Option<ConsumerGroupsSpec>,

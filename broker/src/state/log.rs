@@ -7,18 +7,21 @@
 //! firstUnstableOffset`); every aborted transaction is kept in an index, as Kafka's
 //! `.txnindex`, for read_committed fetches.
 //!
-//! DeleteRecords moves the log start offset ([`PartitionLog::delete_records_before`]); the
-//! batches below it stay stored, as Kafka keeps the segment holding them (the active one, a
-//! segment being 1 GiB) until its retention thread deletes whole segments, but no read goes
+//! The batches are grouped into the segments Kafka would cut them into ([`super::segments`]);
+//! retention ([`PartitionLog::delete_old_segments`]) deletes whole segments, moving the log
+//! start offset to the first one kept. DeleteRecords moves the log start offset
+//! ([`PartitionLog::delete_records_before`]); the batches below it stay stored until the
+//! segments holding them are wholly below it and retention runs, as in Kafka, but no read goes
 //! below it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use bytes::{Bytes, BytesMut};
 
 use kafka_protocol::ResponseError;
 
 use super::batch::{StoredBytes, ValidBatch};
+use super::segments::{deletable, LogPolicy, Pass, Segment, StoredTotal};
 
 /// An aborted transaction on a partition (Kafka's `AbortedTxn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +64,15 @@ pub struct Appended {
 /// The log of one partition.
 #[derive(Debug, Default)]
 pub struct PartitionLog {
-    batches: Vec<StoredBatch>,
+    batches: VecDeque<StoredBatch>,
+    /// The segments the batches fall into, oldest first; empty until the first append.
+    segments: VecDeque<Segment>,
+    /// Bytes of every stored batch.
+    size: u64,
+    /// The cluster's total of stored bytes, which this log's appends and deletions change.
+    stored: StoredTotal,
+    /// Segment and retention configs.
+    policy: LogPolicy,
     log_start_offset: i64,
     log_end_offset: i64,
     /// First offset of each producer's open transaction on this partition.
@@ -70,8 +81,30 @@ pub struct PartitionLog {
     aborted: Vec<AbortedTxn>,
 }
 
+impl Drop for PartitionLog {
+    /// A deleted topic's (or a reset cluster's) bytes no longer count in the cluster's total.
+    fn drop(&mut self) {
+        self.stored.sub(self.size);
+    }
+}
+
 impl PartitionLog {
-    /// Appends a validated batch, assigning offsets from the log end offset.
+    /// An empty log counting its bytes in `stored`, segmented and retained as `policy` says.
+    pub fn new(stored: StoredTotal, policy: LogPolicy) -> Self {
+        let mut log = Self::default();
+        log.stored = stored;
+        log.policy = policy;
+        log
+    }
+
+    /// Changes the segment and retention configs (AlterConfigs): from the next append and the
+    /// next retention check on, as in Kafka; segments already cut stay as they are.
+    pub fn set_policy(&mut self, policy: LogPolicy) {
+        self.policy = policy;
+    }
+
+    /// Appends a validated batch, assigning offsets from the log end offset; a new segment
+    /// starts at it when Kafka's would ([`Segment::should_roll`], against the wall clock).
     ///
     /// `log_append_time_ms` is `Some(now)` for a topic with `message.timestamp.type=LogAppendTime`.
     pub fn append(
@@ -79,6 +112,17 @@ impl PartitionLog {
         batch: ValidBatch,
         leader_epoch: i32,
         log_append_time_ms: Option<i64>,
+    ) -> Appended {
+        self.append_at(batch, leader_epoch, log_append_time_ms, wall_clock_ms())
+    }
+
+    /// [`Self::append`] at wall-clock time `now_ms`.
+    pub fn append_at(
+        &mut self,
+        batch: ValidBatch,
+        leader_epoch: i32,
+        log_append_time_ms: Option<i64>,
+        now_ms: i64,
     ) -> Appended {
         let base_offset = self.log_end_offset;
         let count = i64::from(batch.info.record_count);
@@ -95,7 +139,24 @@ impl PartitionLog {
                 .or_insert(base_offset);
         }
         let bytes = batch.into_stored_bytes(base_offset, leader_epoch, log_append_time_ms);
-        self.batches.push(StoredBatch {
+        let size = bytes.size() as u64;
+        let roll = match self.segments.back() {
+            None => true,
+            Some(active) => active.should_roll(&self.policy, size, max_timestamp, now_ms),
+        };
+        if roll {
+            // Kafka re-creates an empty active segment rather than adding a second one.
+            if self.segments.back().is_some_and(|s| s.batches == 0) {
+                self.segments.pop_back();
+            }
+            self.segments.push_back(Segment::new(base_offset, now_ms));
+        }
+        if let Some(active) = self.segments.back_mut() {
+            active.add(size, max_timestamp, now_ms);
+        }
+        self.size += size;
+        self.stored.add(size);
+        self.batches.push_back(StoredBatch {
             base_offset,
             last_offset: base_offset + count - 1,
             max_timestamp,
@@ -111,8 +172,74 @@ impl PartitionLog {
     }
 
     /// The stored batches, oldest first.
-    pub fn batches(&self) -> &[StoredBatch] {
+    pub fn batches(&self) -> &VecDeque<StoredBatch> {
         &self.batches
+    }
+
+    /// Bytes stored in every log of the cluster (the total this log counts in).
+    pub fn stored_total(&self) -> u64 {
+        self.stored.get()
+    }
+
+    /// Bytes of every stored batch (DescribeLogDirs' partition size).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The segments Kafka would have cut the stored batches into, oldest first.
+    pub fn segments(&self) -> &VecDeque<Segment> {
+        &self.segments
+    }
+
+    /// Deletes the segments Kafka's retention check would (`UnifiedLog.deleteOldSegments`, see
+    /// [`super::segments`]) at wall-clock `now_ms`: with `size_only`, only the `retention.bytes`
+    /// pass (kmock's check on append). Returns the new log start offset when it moved.
+    pub fn delete_old_segments(&mut self, now_ms: i64, size_only: bool) -> Option<i64> {
+        let before = self.log_start_offset;
+        let passes: &[Pass] = match (size_only, self.policy.delete) {
+            (true, true) => &[Pass::Size],
+            (true, false) => &[],
+            (false, true) => &[Pass::LogStart, Pass::Size, Pass::Time],
+            (false, false) => &[Pass::LogStart],
+        };
+        for &pass in passes {
+            let count = deletable(
+                &self.segments,
+                pass,
+                &self.policy,
+                self.log_start_offset,
+                self.size,
+                now_ms,
+            );
+            if count > 0 {
+                self.delete_segments(count, now_ms);
+            }
+        }
+        (self.log_start_offset > before).then_some(self.log_start_offset)
+    }
+
+    /// Deletes the `count` oldest segments and their batches (`UnifiedLog.deleteSegments`):
+    /// when that is every segment, a new empty one starts at the log end offset first. The log
+    /// start offset moves up to the first segment kept.
+    fn delete_segments(&mut self, count: usize, now_ms: i64) {
+        if count == self.segments.len() {
+            self.segments
+                .push_back(Segment::new(self.log_end_offset, now_ms));
+        }
+        let mut freed = 0;
+        for segment in self.segments.drain(..count) {
+            self.batches.drain(..segment.batches);
+            freed += segment.size;
+        }
+        self.size -= freed;
+        self.stored.sub(freed);
+        if let Some(first) = self.segments.front() {
+            self.log_start_offset = self.log_start_offset.max(first.base_offset);
+        }
+        // An aborted transaction whose marker went with a deleted segment went with its
+        // `.txnindex`.
+        let start = self.log_start_offset;
+        self.aborted.retain(|a| a.last_offset >= start);
     }
 
     /// First offset still in the log.
@@ -207,8 +334,9 @@ impl PartitionLog {
     pub fn read(&self, from: i64, until: i64, max_bytes: usize, first_may_exceed: bool) -> Bytes {
         let start = self.batches.partition_point(|b| b.last_offset < from);
         let mut size = 0;
-        let taken = self.batches[start..]
-            .iter()
+        let taken = self
+            .batches
+            .range(start..)
             .take_while(|b| b.base_offset < until)
             .take_while(|b| {
                 let fits = size + b.bytes.size() <= max_bytes;
@@ -220,7 +348,7 @@ impl PartitionLog {
             })
             .count();
         let mut out = BytesMut::with_capacity(size);
-        for batch in &self.batches[start..start + taken] {
+        for batch in self.batches.range(start..start + taken) {
             batch.bytes.write_to(&mut out);
         }
         out.freeze()
@@ -233,8 +361,8 @@ impl PartitionLog {
         let start = self
             .batches
             .partition_point(|b| b.last_offset < self.log_start_offset);
-        self.batches[start..]
-            .iter()
+        self.batches
+            .range(start..)
             .filter(|b| b.max_timestamp >= timestamp)
             .find_map(|b| {
                 b.bytes
@@ -253,4 +381,11 @@ impl PartitionLog {
             .filter(|b| b.max_timestamp >= newest)
             .find_map(|b| b.bytes.first_record_at_or_after(newest, i64::MIN))
     }
+}
+
+/// Wall-clock now in ms since the Unix epoch.
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

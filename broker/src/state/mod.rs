@@ -13,6 +13,7 @@ pub mod log;
 pub mod producer_state;
 pub mod producers;
 pub mod quotas;
+pub mod segments;
 pub mod topics;
 pub mod txn;
 
@@ -58,6 +59,8 @@ pub struct ClusterState {
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Client quotas set by AlterClientQuotas, and the byte rates measured against them.
     pub client_quotas: quotas::ClientQuotas,
+    /// Bytes stored in every topic's partition logs (for the cluster's cap on stored bytes).
+    pub stored: segments::StoredTotal,
     topics_created: u64,
     id_seed: u64,
 }
@@ -105,6 +108,7 @@ impl ClusterState {
             transactions: txn::Transactions::default(),
             broker_configs: BTreeMap::new(),
             client_quotas: quotas::ClientQuotas::default(),
+            stored: segments::StoredTotal::default(),
             topics_created: 0,
             id_seed,
         }
@@ -209,7 +213,15 @@ impl ClusterState {
         self.topics_created += 1;
         let id = Uuid::from_u64_pair(self.id_seed, self.topics_created);
         let live = self.live_nodes();
-        let topic = Topic::new(name, id, partitions, factor, &live, configs);
+        let topic = Topic::new(
+            name,
+            id,
+            partitions,
+            factor,
+            &live,
+            configs,
+            self.stored.clone(),
+        );
         tracing::debug!(topic = name, partitions, %id, "topic created");
         self.names_by_id.insert(id, name.to_owned());
         self.names_by_collision_name
@@ -223,6 +235,18 @@ impl ClusterState {
         self.names_by_id.remove(&topic.id);
         self.names_by_collision_name.remove(&collision_name(name));
         Some(topic)
+    }
+
+    /// Kafka's retention check (`LogManager.cleanupLogs`) at wall-clock `now_ms` on every
+    /// partition of every topic ([`Partition::delete_old_segments`], every pass). Returns how
+    /// many partitions' log start offsets moved.
+    pub fn delete_old_segments(&mut self, now_ms: i64) -> usize {
+        self.topics
+            .values_mut()
+            .flat_map(|t| t.partitions.iter_mut())
+            .map(|p| p.delete_old_segments(now_ms, false))
+            .filter(|moved| *moved)
+            .count()
     }
 
     /// The topic with this id.

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::batch::ValidBatch;
 use super::log::{Appended, PartitionLog};
 use super::producer_state::{ProducerStates, Verdict, WithoutState};
+use super::segments::{LogPolicy, StoredTotal};
 
 /// Topic configs kmock knows, with Kafka's defaults. Creating a topic with any other config name
 /// is refused with INVALID_CONFIG, as Kafka refuses unknown topic configs.
@@ -24,6 +25,7 @@ pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
     ("retention.bytes", "-1"),
     ("retention.ms", "604800000"),
     ("segment.bytes", "1073741824"),
+    ("segment.ms", "604800000"),
 ];
 
 /// One partition: its replicas, leader, leader epoch history and log.
@@ -63,24 +65,44 @@ impl Partition {
 
     /// Appends a validated batch after Kafka's producer state checks
     /// ([`super::producer_state`]); a duplicate is not appended and answers with where the
-    /// original went.
+    /// original went. With `max_stored_bytes`, a batch that would take the cluster's stored
+    /// bytes past it is not appended either.
     ///
     /// # Errors
-    /// The Kafka error and the rule broken, when the producer state refuses the batch.
+    /// The Kafka error and the rule broken, when the producer state refuses the batch;
+    /// KAFKA_STORAGE_ERROR past `max_stored_bytes` (what Kafka answers when the log directory
+    /// cannot be written, e.g. a full disk, where the append fails after the producer state
+    /// checks).
     pub fn append(
         &mut self,
         batch: ValidBatch,
         log_append_time_ms: Option<i64>,
         without_state: WithoutState,
+        max_stored_bytes: Option<u64>,
     ) -> Result<Appended, (ResponseError, String)> {
         let info = batch.info;
         match self.producers.check(&info, without_state) {
             Verdict::Append => {
+                if let Some(cap) = max_stored_bytes {
+                    let stored = self.log.stored_total();
+                    if stored.saturating_add(batch.size() as u64) > cap {
+                        return Err((
+                            ResponseError::KafkaStorageError,
+                            format!(
+                                "kmock's cap on stored bytes is reached: {stored} bytes are stored, the cap is {cap} (max_stored_bytes), and this batch is {} bytes",
+                                batch.size()
+                            ),
+                        ));
+                    }
+                }
                 let appended = self
                     .log
                     .append(batch, self.leader_epoch, log_append_time_ms);
                 self.producers
                     .record(&info, appended.base_offset, appended.log_append_time_ms);
+                // kmock's retention check on append: `retention.bytes` only (see
+                // [`Self::delete_old_segments`]).
+                self.delete_old_segments(wall_clock_ms(), true);
                 Ok(appended)
             }
             Verdict::Duplicate {
@@ -139,15 +161,37 @@ impl Partition {
             return Err(ResponseError::OffsetOutOfRange);
         }
         if self.log.delete_records_before(offset)? {
-            let start = self.log.log_start_offset();
-            let below = self.epoch_starts.partition_point(|(_, s)| *s <= start);
-            if below > 0 {
-                let (epoch, _) = self.epoch_starts[below - 1];
-                self.epoch_starts.drain(..below);
-                self.epoch_starts.insert(0, (epoch, start));
-            }
+            self.truncate_epochs_from_start();
         }
         Ok(self.log.log_start_offset())
+    }
+
+    /// Runs Kafka's retention check on this partition's log at wall-clock `now_ms`
+    /// ([`PartitionLog::delete_old_segments`]; `size_only`: the `retention.bytes` pass alone),
+    /// and when the log start offset moved, the leader epoch history forgets what starts below
+    /// it, as after DeleteRecords. Returns whether it moved.
+    ///
+    /// kmock runs the `retention.bytes` pass after every append, and every pass on a timer
+    /// (`ClusterBuilder::retention_check_interval`, Kafka's `log.retention.check.interval.ms`).
+    pub fn delete_old_segments(&mut self, now_ms: i64, size_only: bool) -> bool {
+        let moved = self.log.delete_old_segments(now_ms, size_only).is_some();
+        if moved {
+            self.truncate_epochs_from_start();
+        }
+        moved
+    }
+
+    /// The leader epoch history forgets what starts below the log start offset: the last
+    /// epoch starting at or below it now starts there (`LeaderEpochFileCache
+    /// .truncateFromStart`).
+    fn truncate_epochs_from_start(&mut self) {
+        let start = self.log.log_start_offset();
+        let below = self.epoch_starts.partition_point(|(_, s)| *s <= start);
+        if below > 0 {
+            let (epoch, _) = self.epoch_starts[below - 1];
+            self.epoch_starts.drain(..below);
+            self.epoch_starts.insert(0, (epoch, start));
+        }
     }
 
     /// Checks that broker `node` may answer for this partition as its leader, in Kafka's order
@@ -222,6 +266,8 @@ pub struct Topic {
     configs: BTreeMap<String, String>,
     /// What Produce reads of them, parsed once when they are set.
     parsed: ParsedConfigs,
+    /// The cluster's total of stored bytes, which every partition's log counts in.
+    stored: StoredTotal,
 }
 
 /// The configs every Produce reads, parsed from their strings once, when the topic's configs
@@ -233,6 +279,7 @@ struct ParsedConfigs {
     compacted: bool,
     deletes: bool,
     log_append_time: bool,
+    log_policy: LogPolicy,
 }
 
 impl ParsedConfigs {
@@ -253,6 +300,14 @@ impl ParsedConfigs {
             deletes: config("cleanup.policy")
                 .is_some_and(|p| p.split(',').any(|x| x.trim() == "delete")),
             log_append_time: config("message.timestamp.type") == Some("LogAppendTime"),
+            log_policy: LogPolicy {
+                segment_bytes: number("segment.bytes"),
+                segment_ms: number("segment.ms"),
+                retention_bytes: number("retention.bytes"),
+                retention_ms: number("retention.ms"),
+                delete: config("cleanup.policy")
+                    .is_some_and(|p| p.split(',').any(|x| x.trim() == "delete")),
+            },
         }
     }
 }
@@ -269,7 +324,7 @@ fn effective<'a>(configs: &'a BTreeMap<String, String>, name: &str) -> Option<&'
 
 impl Topic {
     /// A topic with `partitions` partitions of `replication_factor` replicas each, placed on
-    /// `nodes` by [`replicas_for`].
+    /// `nodes` by [`replicas_for`], their logs counting their bytes in `stored`.
     pub fn new(
         name: &str,
         id: Uuid,
@@ -277,6 +332,7 @@ impl Topic {
         replication_factor: usize,
         nodes: &[i32],
         configs: BTreeMap<String, String>,
+        stored: StoredTotal,
     ) -> Self {
         let mut topic = Self {
             name: name.to_owned(),
@@ -285,6 +341,7 @@ impl Topic {
             partitions: Vec::new(),
             parsed: ParsedConfigs::parse(&configs),
             configs,
+            stored,
         };
         topic.add_partitions(partitions, nodes);
         topic
@@ -295,7 +352,9 @@ impl Topic {
     pub fn add_partitions(&mut self, count: i32, nodes: &[i32]) {
         for p in self.partitions.len()..count.max(0) as usize {
             let replicas = replicas_for(p, self.replication_factor, nodes);
-            self.partitions.push(Partition::new(replicas));
+            let mut partition = Partition::new(replicas);
+            partition.log = PartitionLog::new(self.stored.clone(), self.parsed.log_policy);
+            self.partitions.push(partition);
         }
     }
 
@@ -310,6 +369,9 @@ impl Topic {
     pub fn set_configs(&mut self, configs: BTreeMap<String, String>) {
         self.parsed = ParsedConfigs::parse(&configs);
         self.configs = configs;
+        for partition in &mut self.partitions {
+            partition.log.set_policy(self.parsed.log_policy);
+        }
     }
 
     /// The effective value of a config: the override, else Kafka's default.
@@ -466,8 +528,16 @@ pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String
             "retention.bytes" => at_least(i64::MIN),
             "retention.ms" => at_least(-1),
             "segment.bytes" => at_least(14),
+            "segment.ms" => at_least(1),
             _ => Err(format!("unknown topic config {name:?}")),
         }?;
     }
     Ok(())
+}
+
+/// Wall-clock now in ms since the Unix epoch.
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

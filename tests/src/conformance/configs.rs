@@ -14,7 +14,7 @@ pub const CASES: &[Case] = &[
     case!(describe_configs_unknown_key),
     case!(
         describe_configs_every_topic_config,
-        "kmock knows 10 of Kafka 4.4's topic configs (those it acts on or clients read) and \
+        "kmock knows 11 of Kafka 4.4's topic configs (those it acts on or clients read) and \
          lists only those; stricter: CreateTopics refuses the others with INVALID_CONFIG"
     ),
     case!(describe_configs_unknown_and_invalid_topics),

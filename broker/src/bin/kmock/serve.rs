@@ -34,6 +34,19 @@ pub(crate) struct Serve {
     /// scenario's `kafka_version`. Default 4.4.
     #[arg(long, value_name = "VERSION", value_parser = parse_kafka_version)]
     kafka_version: Option<kmock::KafkaVersion>,
+    /// A cap on the bytes of record batches stored in all partitions together, as a number
+    /// with an optional KiB, MiB or GiB suffix: a batch that would pass it is refused with
+    /// KAFKA_STORAGE_ERROR (Kafka's answer when its log directory cannot be written), so a
+    /// long run cannot grow without bound. Overrides a scenario's `max_stored_bytes`. Default:
+    /// no cap.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    max_stored_bytes: Option<usize>,
+    /// How often retention (`retention.ms`, `retention.bytes`) is checked on every partition
+    /// (`30s`, `500ms`; Kafka's log.retention.check.interval.ms). `retention.bytes` is also
+    /// checked after every append. Overrides a scenario's `retention_check_interval`. Default
+    /// 5m, as Kafka.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    retention_check_interval: Option<std::time::Duration>,
     #[command(flatten)]
     groups: GroupFlags,
     #[command(flatten)]
@@ -241,6 +254,14 @@ pub(crate) async fn serve(args: Serve) -> anyhow::Result<()> {
     };
     let builder = match args.kafka_version {
         Some(version) => builder.kafka_version(version),
+        None => builder,
+    };
+    let builder = match args.max_stored_bytes {
+        Some(bytes) => builder.max_stored_bytes(bytes as u64),
+        None => builder,
+    };
+    let builder = match args.retention_check_interval {
+        Some(interval) => builder.retention_check_interval(interval),
         None => builder,
     };
     // The group flags over the scenario's section, checked together as one.

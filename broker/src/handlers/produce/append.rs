@@ -104,7 +104,12 @@ pub(super) fn append(
         WithoutState::AnySequence
     };
     let appended = partition
-        .append(valid, log_append_time, without_state)
+        .append(
+            valid,
+            log_append_time,
+            without_state,
+            ctx.shared.config.max_stored_bytes,
+        )
         .map_err(|(error, reason)| (error, Some(reason)))?;
     Ok(PartitionProduceResponse::default()
         .with_index(index)

@@ -83,6 +83,13 @@ pub struct ValidBatch {
     bytes: Bytes,
 }
 
+impl ValidBatch {
+    /// The batch's size in bytes, as it will be stored.
+    pub fn size(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
 /// What a partition's topic allows.
 #[derive(Debug, Clone, Copy)]
 pub struct Rules {

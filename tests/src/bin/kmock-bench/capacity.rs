@@ -49,8 +49,8 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
         "µs",
         Better::Lower,
     );
-    for _ in 0..bench.rounds {
-        for &peer in &bench.peers {
+    for round in 0..bench.rounds {
+        for peer in bench.order(round) {
             let bytes = (n_big * CONNECTIONS as usize * big.len()) as f64;
             let (took, cpu) = load(bench, peer, &big, n_big, 4)?;
             ingest.push(peer, bytes / took / 1e6);

@@ -34,19 +34,41 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
         Better::Higher,
     )
     .note("the broker shares the benchmark's Tokio runtime and the machine's cores with the client");
+    let mut cpu = Row::new(
+        FIGURE,
+        "CPU time of the whole process (client and broker) per million records, journal on",
+        "s",
+        Better::Lower,
+    )
+    .note("in process: the broker's CPU time cannot be told from the client's");
     for round in 0..bench.rounds {
-        let (r_on, r_off) = if round % 2 == 0 {
-            let r_on = records_per_second(bench, true, &batch, n)?;
-            (r_on, records_per_second(bench, false, &batch, n)?)
+        let on_first = round % 2 == 0;
+        let r_off_first = if on_first {
+            None
         } else {
-            let r_off = records_per_second(bench, false, &batch, n)?;
-            (records_per_second(bench, true, &batch, n)?, r_off)
+            Some(records_per_second(bench, false, &batch, n)?)
+        };
+        let cpu_before = own_cpu_seconds()?;
+        let r_on = records_per_second(bench, true, &batch, n)?;
+        let records = (n * PARTITIONS as usize * RECORDS_PER_BATCH) as f64;
+        cpu.push(
+            Peer::Kmock,
+            (own_cpu_seconds()? - cpu_before) / (records / 1e6),
+        );
+        let r_off = match r_off_first {
+            Some(r) => r,
+            None => records_per_second(bench, false, &batch, n)?,
         };
         on.push(Peer::Kmock, r_on);
         off.push(Peer::Kmock, r_off);
         ratio.push(Peer::Kmock, r_on / r_off);
     }
-    Ok(vec![on, off, ratio])
+    Ok(vec![on, off, ratio, cpu])
+}
+
+/// CPU time this process has used, user and system, in seconds.
+fn own_cpu_seconds() -> Result<f64> {
+    crate::peers::cpu_seconds_of("self")
 }
 
 fn records_per_second(bench: &Bench, journal: bool, batch: &Bytes, n: usize) -> Result<f64> {

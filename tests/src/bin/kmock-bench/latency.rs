@@ -41,20 +41,29 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
         "µs",
         Better::Lower,
     );
-    for _ in 0..bench.rounds {
-        for &peer in &bench.peers {
-            let samples = commits(bench, peer, n)?;
+    let mut cpu = Row::new(
+        FIGURE,
+        "broker CPU time per commit (warm-up included)",
+        "µs",
+        Better::Lower,
+    );
+    for round in 0..bench.rounds {
+        for peer in bench.order(round) {
+            let (samples, cpu_seconds) = commits(bench, peer, n)?;
             p50.push(peer, median(&samples));
             p99.push(peer, percentile(&samples, 0.99));
+            cpu.push(peer, cpu_seconds * 1e6 / (WARM_UP + n) as f64);
         }
     }
-    Ok(vec![p50, p99])
+    Ok(vec![p50, p99, cpu])
 }
 
-/// Round trips, in µs, of `n` OffsetCommits (after a warm-up) to a fresh cluster of `peer`.
-fn commits(bench: &Bench, peer: Peer, n: usize) -> Result<Vec<f64>> {
+/// Round trips, in µs, of `n` OffsetCommits (after a warm-up) to a fresh cluster of `peer`,
+/// and the broker's CPU time, in seconds, over all of them, warm-up included.
+fn commits(bench: &Bench, peer: Peer, n: usize) -> Result<(Vec<f64>, f64)> {
     let server = Server::spawn(bench.tools.command(peer, 1, &[(TOPIC, 1)]))?;
-    bench.rt.block_on(async {
+    let cpu_before = server.cpu_seconds()?;
+    let samples = bench.rt.block_on(async {
         let bootstrap = Client::connect(server.addrs[0]).await?;
         let found = bootstrap
             .send(
@@ -78,8 +87,9 @@ fn commits(bench: &Bench, peer: Peer, n: usize) -> Result<Vec<f64>> {
                 samples.push(started.elapsed().as_secs_f64() * 1e6);
             }
         }
-        Ok(samples)
-    })
+        anyhow::Ok(samples)
+    })?;
+    Ok((samples, server.cpu_seconds()? - cpu_before))
 }
 
 async fn commit(client: &Client, offset: i64) -> Result<()> {

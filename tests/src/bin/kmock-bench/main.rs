@@ -1,6 +1,7 @@
 //! kmock benchmarks: kmock side by side with librdkafka's mock cluster and franz-go's kfake,
 //! in one run on one machine, every figure the median of several rounds with the peers
-//! interleaved (kmock, librdkafka, kfake, kmock, …), printed as a Markdown table and as JSON.
+//! interleaved, the first peer of each round rotating (kmock, librdkafka, kfake; then
+//! librdkafka, kfake, kmock; …), printed as a Markdown table and as JSON.
 //!
 //! ```sh
 //! cargo run --release -p kmock-tests --bin kmock-bench            # every figure, 5 rounds
@@ -16,13 +17,16 @@
 //! inside this process. See BENCHMARKS.md for the figures and what limits each.
 
 mod capacity;
+mod idle;
 mod journal;
 mod latency;
 mod memory;
+mod metadata;
 mod peers;
 mod producer;
 mod proxy;
 mod report;
+mod retention;
 mod scale;
 mod startup;
 mod wire;
@@ -88,7 +92,13 @@ enum Figure {
     Journal,
     Memory,
     Scale,
+    /// Figure 9: a 100,000-partition Metadata answer.
+    Metadata,
+    /// Figure 10: idle connections.
+    Idle,
     Proxy,
+    /// Figure 12: memory under retention (kmock only).
+    Retention,
 }
 
 /// How much each figure does in one round.
@@ -114,6 +124,18 @@ pub struct Sizes {
     pub connections: usize,
     /// Requests each of them sends.
     pub requests_per_connection: usize,
+    /// Partitions (over 20 topics) of the wide Metadata figure.
+    pub wide_partitions: i32,
+    /// Metadata requests timed in it.
+    pub wide_requests: usize,
+    /// Idle connections opened.
+    pub idle_connections: usize,
+    /// Bytes produced in the retention figure.
+    pub retention_produced: usize,
+    /// Its topic's `retention.bytes`.
+    pub retention_bytes: usize,
+    /// Its topic's `segment.bytes`.
+    pub segment_bytes: usize,
 }
 
 impl Sizes {
@@ -129,6 +151,12 @@ impl Sizes {
             metadata_requests: 20,
             connections: 1_000,
             requests_per_connection: 10,
+            wide_partitions: 100_000,
+            wide_requests: 10,
+            idle_connections: 10_000,
+            retention_produced: 8_000_000_000,
+            retention_bytes: 64 << 20,
+            segment_bytes: 16 << 20,
         }
     }
 
@@ -144,6 +172,12 @@ impl Sizes {
             metadata_requests: 3,
             connections: 20,
             requests_per_connection: 2,
+            wide_partitions: 1_000,
+            wide_requests: 2,
+            idle_connections: 200,
+            retention_produced: 96 << 20,
+            retention_bytes: 4 << 20,
+            segment_bytes: 1 << 20,
         }
     }
 }
@@ -156,6 +190,19 @@ pub struct Bench {
     pub rounds: usize,
     pub peers: Vec<Peer>,
     pub rt: tokio::runtime::Runtime,
+}
+
+impl Bench {
+    /// The peers in the order round `round` measures them: the list rotated by one each round,
+    /// so that no peer always runs first (on a machine warming up or cooling down).
+    pub fn order(&self, round: usize) -> Vec<Peer> {
+        let mut peers = self.peers.clone();
+        if !peers.is_empty() {
+            let by = round % peers.len();
+            peers.rotate_left(by);
+        }
+        peers
+    }
 }
 
 fn main() -> Result<()> {
@@ -209,7 +256,10 @@ fn main() -> Result<()> {
             Figure::Journal => journal::run,
             Figure::Memory => memory::run,
             Figure::Scale => scale::run,
+            Figure::Metadata => metadata::run,
+            Figure::Idle => idle::run,
             Figure::Proxy => proxy::run,
+            Figure::Retention => retention::run,
         };
         rows.extend(run(&bench).with_context(|| format!("figure {figure:?}"))?);
     }

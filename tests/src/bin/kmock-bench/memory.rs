@@ -51,27 +51,35 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
          older batches (rdkafka_mock.c), so it does not hold what was produced; kmock and kfake \
          keep every record",
     );
-    for _ in 0..bench.rounds {
-        for &peer in &bench.peers {
-            let (before, later) = measure(bench, peer, &batch, per_partition)?;
+    let mut cpu = Row::new(
+        FIGURE,
+        "broker CPU time per GB produced",
+        "s/GB",
+        Better::Lower,
+    );
+    for round in 0..bench.rounds {
+        for peer in bench.order(round) {
+            let (before, later, cpu_seconds) = measure(bench, peer, &batch, per_partition)?;
             idle.push(peer, before as f64 / MIB);
             after.push(peer, later as f64 / MIB);
             per_byte.push(peer, (later as f64 - before as f64) / stored as f64);
+            cpu.push(peer, cpu_seconds / (stored as f64 / 1e9));
         }
     }
-    Ok(vec![idle, after, per_byte])
+    Ok(vec![idle, after, per_byte, cpu])
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Resident set, in bytes, of a fresh 3-broker cluster of `peer` once every broker has answered
-/// ApiVersions, and after `per_partition` batches were produced to each partition.
+/// ApiVersions, and after `per_partition` batches were produced to each partition; and the
+/// broker's CPU time, in seconds, while they were produced.
 fn measure(
     bench: &Bench,
     peer: Peer,
     batch: &bytes::Bytes,
     per_partition: usize,
-) -> Result<(u64, u64)> {
+) -> Result<(u64, u64, f64)> {
     let server = Server::spawn(bench.tools.command(peer, BROKERS, &[(TOPIC, PARTITIONS)]))?;
     bench.rt.block_on(async {
         for addr in &server.addrs {
@@ -81,10 +89,12 @@ fn measure(
     })?;
     std::thread::sleep(SETTLE);
     let idle = server.rss_bytes()?;
+    let cpu_before = server.cpu_seconds()?;
     bench.rt.block_on(async {
         let targets = targets(server.addrs[0], TOPIC, batch).await?;
         produce_pipelined(&targets, per_partition, 4).await
     })?;
+    let cpu = server.cpu_seconds()? - cpu_before;
     std::thread::sleep(SETTLE);
-    Ok((idle, server.rss_bytes()?))
+    Ok((idle, server.rss_bytes()?, cpu))
 }

@@ -249,7 +249,18 @@ impl Server {
     /// # Errors
     /// When the process is gone or the file does not parse.
     pub fn cpu_seconds(&self) -> Result<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        cpu_seconds_of(&self.child.id().to_string())
+    }
+}
+
+/// CPU time process `pid` (a number, or `self`) has used so far, user and system, in seconds
+/// (`utime` + `stime` of `/proc/PID/stat`, every thread counted).
+///
+/// # Errors
+/// When the process is gone or the file does not parse.
+pub fn cpu_seconds_of(pid: &str) -> Result<f64> {
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
         // Fields after the command name, which is in parentheses and may hold spaces.
         let fields: Vec<&str> = stat
             .rsplit_once(')')

@@ -43,8 +43,8 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
         "s",
         Better::Lower,
     );
-    for _ in 0..bench.rounds {
-        for &peer in &bench.peers {
+    for round in 0..bench.rounds {
+        for peer in bench.order(round) {
             let server = Server::spawn(bench.tools.command(peer, BROKERS, &[(TOPIC, PARTITIONS)]))?;
             let cpu_before = server.cpu_seconds()?;
             let took = produce(&server, n)?.as_secs_f64();

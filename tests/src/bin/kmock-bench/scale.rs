@@ -44,12 +44,27 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
         "count",
         Better::Lower,
     );
+    let mut metadata_cpu = Row::new(
+        FIGURE,
+        "broker CPU time per Metadata request (warm-up included)",
+        "ms",
+        Better::Lower,
+    );
+    let mut throughput_cpu = Row::new(
+        FIGURE,
+        "broker CPU time per Produce request of those connections (connecting included)",
+        "µs",
+        Better::Lower,
+    );
     let mut failed_total: std::collections::BTreeMap<Peer, f64> = Default::default();
-    for _ in 0..bench.rounds {
-        for &peer in &bench.peers {
-            metadata.push(peer, metadata_ms(bench, peer)?);
-            let (records_per_second, failed) = connections(bench, peer)?;
+    for round in 0..bench.rounds {
+        for peer in bench.order(round) {
+            let (ms, cpu_ms) = metadata_ms(bench, peer)?;
+            metadata.push(peer, ms);
+            metadata_cpu.push(peer, cpu_ms);
+            let (records_per_second, failed, cpu_us) = connections(bench, peer)?;
             throughput.push(peer, records_per_second);
+            throughput_cpu.push(peer, cpu_us);
             *failed_total.entry(peer).or_default() += failed as f64;
         }
     }
@@ -57,15 +72,23 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
     for (peer, failed) in failed_total {
         errors.push(peer, failed);
     }
-    Ok(vec![metadata, throughput, errors])
+    Ok(vec![
+        metadata,
+        metadata_cpu,
+        throughput,
+        throughput_cpu,
+        errors,
+    ])
 }
 
 /// The median time, in ms, of Metadata requests for every topic of a cluster holding one topic
-/// of `metadata_partitions` partitions (the first request, a warm-up, not counted).
-fn metadata_ms(bench: &Bench, peer: Peer) -> Result<f64> {
+/// of `metadata_partitions` partitions (the first request, a warm-up, not counted), and the
+/// broker's CPU time per request, in ms, warm-up included.
+fn metadata_ms(bench: &Bench, peer: Peer) -> Result<(f64, f64)> {
     let partitions = bench.sizes.metadata_partitions;
     let server = Server::spawn(bench.tools.command(peer, BROKERS, &[("wide", partitions)]))?;
-    bench.rt.block_on(async {
+    let cpu_before = server.cpu_seconds()?;
+    let ms = bench.rt.block_on(async {
         let client = Client::connect(server.addrs[0]).await?;
         let mut samples = Vec::new();
         for i in 0..=bench.sizes.metadata_requests {
@@ -81,18 +104,21 @@ fn metadata_ms(bench: &Bench, peer: Peer) -> Result<f64> {
                 samples.push(took);
             }
         }
-        Ok(median(&samples))
-    })
+        anyhow::Ok(median(&samples))
+    })?;
+    let cpu = server.cpu_seconds()? - cpu_before;
+    Ok((ms, cpu * 1e3 / (bench.sizes.metadata_requests + 1) as f64))
 }
 
 /// Records/s of `connections` connections, all connected before any produces, each sending its
-/// requests one at a time to the leader of partition `i % 6`; and how many connections failed to
-/// connect plus how many requests failed.
-fn connections(bench: &Bench, peer: Peer) -> Result<(f64, usize)> {
+/// requests one at a time to the leader of partition `i % 6`; how many connections failed to
+/// connect plus how many requests failed; and the broker's CPU time, in µs, per request sent.
+fn connections(bench: &Bench, peer: Peer) -> Result<(f64, usize, f64)> {
     let sizes = &bench.sizes;
     let server = Server::spawn(bench.tools.command(peer, BROKERS, &[(TOPIC, PARTITIONS)]))?;
     let batch = batch(RECORDS_PER_BATCH, 100)?;
-    bench.rt.block_on(async {
+    let cpu_before = server.cpu_seconds()?;
+    let (rate, failed) = bench.rt.block_on(async {
         let leaders = leaders(&Client::connect(server.addrs[0]).await?, TOPIC).await?;
         let bodies = (0..PARTITIONS)
             .map(|p| produce_body(TOPIC, p, &batch))
@@ -126,6 +152,9 @@ fn connections(bench: &Bench, peer: Peer) -> Result<(f64, usize)> {
         let answered: usize = counts.iter().map(|(ok, _)| ok).sum();
         let failed = unconnected + counts.iter().map(|(_, failed)| failed).sum::<usize>();
         let sent = answered * RECORDS_PER_BATCH;
-        Ok((sent as f64 / took, failed))
-    })
+        anyhow::Ok((sent as f64 / took, failed))
+    })?;
+    let cpu = server.cpu_seconds()? - cpu_before;
+    let requests = (sizes.connections * sizes.requests_per_connection) as f64;
+    Ok((rate, failed, cpu * 1e6 / requests))
 }
