@@ -361,9 +361,7 @@ mod tests {
             if version >= 12 {
                 p = p
                     .with_diverging_epoch(
-                        EpochEndOffset::default()
-                            .with_epoch(4)
-                            .with_end_offset(500),
+                        EpochEndOffset::default().with_epoch(4).with_end_offset(500),
                     )
                     .with_current_leader(
                         LeaderIdAndEpoch::default()
@@ -427,7 +425,10 @@ mod tests {
                 panic!("v{version}: a Fetch answer encoded as one piece");
             };
             assert_eq!(pieces.concat(), copied.to_vec(), "v{version}");
-            assert!(pieces.iter().all(|p| !p.is_empty()), "v{version}: empty piece");
+            assert!(
+                pieces.iter().all(|p| !p.is_empty()),
+                "v{version}: empty piece"
+            );
             let shared: Vec<_> = response
                 .responses
                 .iter()
@@ -449,11 +450,9 @@ mod tests {
             let after = usize::from(version >= 12);
             assert_eq!(pieces.len(), 2 * shared.len() + after, "v{version}");
             let mut joined = Bytes::from(pieces.concat());
-            let header = ResponseHeader::decode(
-                &mut joined,
-                ApiKey::Fetch.response_header_version(version),
-            )
-            .unwrap();
+            let header =
+                ResponseHeader::decode(&mut joined, ApiKey::Fetch.response_header_version(version))
+                    .unwrap();
             assert_eq!(header.correlation_id, 42);
             let decoded = FetchResponse::decode(&mut joined, version).unwrap();
             assert_eq!(decoded, response, "v{version}");

@@ -100,7 +100,11 @@ fn a_backward_seek_into_a_shared_field_cuts_it() {
         op(Op::Slice(b"after"));
     });
     assert_eq!(pieces.len(), 3, "head, the cut field, after");
-    assert_eq!(pieces[1].as_ptr(), big.as_ptr(), "the cut field still by reference");
+    assert_eq!(
+        pieces[1].as_ptr(),
+        big.as_ptr(),
+        "the cut field still by reference"
+    );
     assert_eq!(pieces[1].len(), 60);
     // Cut under `min_shared`: copied.
     let pieces = same_as_copied(|op| {
