@@ -131,6 +131,7 @@ impl SharedBytesMut {
         }
     }
 }
+
 unsafe impl BufMut for SharedBytesMut {
     fn remaining_mut(&self) -> usize {
         self.head.remaining_mut()
