@@ -304,3 +304,159 @@ pub fn api_name(api: ApiKey) -> &'static str {
     });
     names[api as usize]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::fetch_response::{
+        AbortedTransaction, EpochEndOffset, FetchResponse, FetchableTopicResponse,
+        LeaderIdAndEpoch, NodeEndpoint, PartitionData, SnapshotId,
+    };
+    use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
+    /// Records of every size around [`SHARED_FIELD_BYTES`]: none, empty, one byte under, at,
+    /// and far over; each byte different from its neighbours, so a piece out of place shows.
+    fn records() -> Vec<Option<Bytes>> {
+        let sized = |len: usize, seed: u8| -> Bytes {
+            (0..len)
+                .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+                .collect()
+        };
+        vec![
+            None,
+            Some(Bytes::new()),
+            Some(sized(SHARED_FIELD_BYTES - 1, 1)),
+            Some(sized(SHARED_FIELD_BYTES, 2)),
+            Some(sized(100_000, 3)),
+        ]
+    }
+
+    /// A Fetch answer with every field `version` has set to a value other than its default:
+    /// two topics, a partition for each of [`records`], aborted transactions, and from v12 the
+    /// tagged fields (`diverging_epoch`, `current_leader`, `snapshot_id`), from v16
+    /// `node_endpoints`.
+    fn fetch_response(version: i16) -> FetchResponse {
+        let partition = |index: i32, records: Option<Bytes>| {
+            let mut p = PartitionData::default()
+                .with_partition_index(index)
+                .with_error_code(if index == 1 { 1 } else { 0 })
+                .with_high_watermark(1000 + i64::from(index))
+                .with_last_stable_offset(900 + i64::from(index))
+                .with_aborted_transactions(Some(vec![
+                    AbortedTransaction::default()
+                        .with_producer_id(ProducerId(7))
+                        .with_first_offset(12),
+                    AbortedTransaction::default()
+                        .with_producer_id(ProducerId(8))
+                        .with_first_offset(40),
+                ]))
+                .with_records(records);
+            if version >= 5 {
+                p = p.with_log_start_offset(3);
+            }
+            if version >= 11 {
+                p = p.with_preferred_read_replica(BrokerId(2));
+            }
+            if version >= 12 {
+                p = p
+                    .with_diverging_epoch(
+                        EpochEndOffset::default().with_epoch(4).with_end_offset(500),
+                    )
+                    .with_current_leader(
+                        LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(1))
+                            .with_leader_epoch(6),
+                    )
+                    .with_snapshot_id(SnapshotId::default().with_end_offset(77).with_epoch(3));
+            }
+            p
+        };
+        let topic = |name: &'static str, id: u128| {
+            let mut t = FetchableTopicResponse::default().with_partitions(
+                records()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| partition(i as i32, r))
+                    .collect(),
+            );
+            if version >= 13 {
+                t = t.with_topic_id(uuid::Uuid::from_u128(id));
+            } else {
+                t = t.with_topic(TopicName(StrBytes::from_static_str(name)));
+            }
+            t
+        };
+        let mut response = FetchResponse::default()
+            .with_throttle_time_ms(5)
+            .with_responses(vec![topic("orders", 0xA1), topic("payments", 0xB2)]);
+        if version >= 7 {
+            response = response.with_session_id(99);
+        }
+        if version >= 16 {
+            response = response.with_node_endpoints(vec![
+                NodeEndpoint::default()
+                    .with_node_id(BrokerId(1))
+                    .with_host(StrBytes::from_static_str("broker-1"))
+                    .with_port(9092)
+                    .with_rack(Some(StrBytes::from_static_str("rack-a"))),
+                NodeEndpoint::default()
+                    .with_node_id(BrokerId(2))
+                    .with_host(StrBytes::from_static_str("broker-2"))
+                    .with_port(9093),
+            ]);
+        }
+        response
+    }
+
+    /// Every Fetch version kmock serves: the pieces, joined, are the copied encoding byte for
+    /// byte; the records of [`SHARED_FIELD_BYTES`] or more are pieces of their own (by
+    /// reference), the smaller ones copied; and the joined bytes decode back to the answer.
+    #[test]
+    fn fetch_pieces_join_to_the_copied_encoding_at_every_version() {
+        let served = crate::handlers::supported_versions(ApiKey::Fetch).expect("Fetch served");
+        for version in served.min..=served.max {
+            let response = fetch_response(version);
+            let body = ResponseKind::Fetch(response.clone());
+            let copied = encode_response(ApiKey::Fetch, version, 42, &body).unwrap();
+            let Encoded::Pieces(pieces) =
+                encode_response_pieces(ApiKey::Fetch, version, 42, &body).unwrap()
+            else {
+                panic!("v{version}: a Fetch answer encoded as one piece");
+            };
+            assert_eq!(pieces.concat(), copied.to_vec(), "v{version}");
+            assert!(
+                pieces.iter().all(|p| !p.is_empty()),
+                "v{version}: empty piece"
+            );
+            let shared: Vec<_> = response
+                .responses
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .filter_map(|p| p.records.as_ref())
+                .filter(|r| r.len() >= SHARED_FIELD_BYTES)
+                .collect();
+            assert_eq!(shared.len(), 4, "two topics, 4096 and 100,000 bytes each");
+            for records in &shared {
+                assert!(
+                    pieces.iter().any(|p| p.as_ptr() == records.as_ptr()),
+                    "v{version}: records of {} bytes copied",
+                    records.len()
+                );
+            }
+            // A piece for each shared field and one for the bytes before and between them, and
+            // one after from v12 (the last partition's tagged fields follow its 100,000 bytes of
+            // records; before v12 they end the answer).
+            let after = usize::from(version >= 12);
+            assert_eq!(pieces.len(), 2 * shared.len() + after, "v{version}");
+            let mut joined = Bytes::from(pieces.concat());
+            let header =
+                ResponseHeader::decode(&mut joined, ApiKey::Fetch.response_header_version(version))
+                    .unwrap();
+            assert_eq!(header.correlation_id, 42);
+            let decoded = FetchResponse::decode(&mut joined, version).unwrap();
+            assert_eq!(decoded, response, "v{version}");
+            assert!(joined.is_empty(), "v{version}: bytes after the answer");
+        }
+    }
+}

@@ -30,9 +30,14 @@ pub(crate) struct HandOvers {
     state: Mutex<Tickets>,
     ended: Notify,
     /// Readers in [`HandOvers::settled`]; a hand-over that ends notifies `ended` only when this
-    /// is not 0. A reader counts itself before it reads the hand-overs in progress, and a
-    /// hand-over reads the count after it removed itself, both sequentially consistent: a
-    /// hand-over that reads 0 ended before the reader looked, which then does not wait for it.
+    /// is not 0. No wake-up is lost, and the tickets mutex is what guarantees it (not the
+    /// atomic's ordering, `SeqCst` though it is): a reader counts itself and enables its wait on
+    /// `ended` before it locks the tickets to read the hand-overs in progress; a hand-over
+    /// removes itself under that lock, then reads the count. If the reader locked the tickets
+    /// first, the hand-over's lock acquired what the reader's released, so its count and its
+    /// enabled wait happen before the hand-over reads the count: it reads at least 1 and
+    /// notifies. A hand-over that reads 0 therefore released its lock before the reader
+    /// locked the tickets, and the reader, not finding it in progress, does not wait for it.
     readers: AtomicUsize,
 }
 
@@ -111,6 +116,9 @@ impl HandOvers {
 
 impl Drop for HandOver<'_> {
     fn drop(&mut self) {
+        // Removed under the tickets lock, released before the count is read: a reader that
+        // found this hand-over in progress counted itself before it took that lock, so the
+        // count read here includes it (the lock orders the two, see `HandOvers::readers`).
         self.hand_overs.tickets().in_progress.remove(&self.ticket);
         if self.hand_overs.readers.load(Ordering::SeqCst) > 0 {
             self.hand_overs.ended.notify_waiters();
