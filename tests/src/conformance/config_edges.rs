@@ -19,6 +19,9 @@ pub const CASES: &[Case] = &[
     case!(incremental_alter_configs_unknown_broker_configs),
     case!(incremental_alter_configs_dynamic_broker_configs),
     case!(incremental_alter_configs_broker_named_twice),
+    case!(incremental_alter_configs_broker_thread_counts_and_retention),
+    case!(incremental_alter_configs_ssl_and_sasl_configs_at_cluster_level),
+    case!(incremental_alter_configs_list_items_that_are_empty),
     case!(
         incremental_alter_configs_broker_loggers,
         "kmock has no broker loggers: every change is INVALID_REQUEST, where Kafka answers \
@@ -121,6 +124,82 @@ async fn incremental_alter_configs_dynamic_broker_configs(cx: Ctx) -> Result<Lin
         let ops: Ops = &[(key, SET, Some(value))];
         lines.push(format!("{key}={value}:"));
         lines.extend(each(&cx, BROKER, &[("1", ops), ("", ops)]).await?);
+    }
+    Ok(lines)
+}
+
+/// Thread counts relative to the current value (Kafka refuses less than half or more than twice
+/// it), and `log.retention.ms` of 0, at broker 1 and the cluster level, each `validate_only`
+/// against the fixture's defaults (8 I/O threads, 3 network threads, 1 cleaner thread).
+async fn incremental_alter_configs_broker_thread_counts_and_retention(cx: Ctx) -> Result<Lines> {
+    let mut lines = Vec::new();
+    for (key, value) in [
+        ("num.io.threads", "100"),
+        ("num.io.threads", "16"),
+        ("num.io.threads", "3"),
+        ("num.network.threads", "7"),
+        ("num.network.threads", "6"),
+        ("num.replica.fetchers", "3"),
+        ("background.threads", "21"),
+        ("num.recovery.threads.per.data.dir", "4"),
+        ("log.cleaner.threads", "3"),
+        ("log.retention.ms", "0"),
+        ("log.retention.ms", "-1"),
+        ("log.retention.ms", "-2"),
+    ] {
+        let ops: Ops = &[(key, SET, Some(value))];
+        lines.push(format!("{key}={value}:"));
+        lines.extend(each(&cx, BROKER, &[("1", ops), ("", ops)]).await?);
+    }
+    Ok(lines)
+}
+
+/// SSL and SASL configs that only a broker's own resource may set, at the cluster level and on
+/// broker 1 (whose listeners are all PLAINTEXT), and `max.connections`, which the cluster level
+/// may set.
+async fn incremental_alter_configs_ssl_and_sasl_configs_at_cluster_level(cx: Ctx) -> Result<Lines> {
+    let mut lines = Vec::new();
+    for (key, value) in [
+        ("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256"),
+        ("sasl.enabled.mechanisms", "PLAIN"),
+        ("principal.builder.class", "x.Y"),
+        ("ssl.protocol", "TLSv1.3"),
+        ("ssl.client.auth", "required"),
+        ("sasl.kerberos.service.name", "kafka"),
+        ("sasl.login.refresh.window.factor", "0.9"),
+        ("max.connections", "1000"),
+    ] {
+        let ops: Ops = &[(key, SET, Some(value))];
+        lines.push(format!("{key}={value}:"));
+        lines.extend(each(&cx, BROKER, &[("", ops), ("1", ops)]).await?);
+    }
+    Ok(lines)
+}
+
+/// A list config set, appended to and subtracted from with empty items (before, between and
+/// after commas), each change applied, then the value DescribeConfigs shows.
+async fn incremental_alter_configs_list_items_that_are_empty(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let full = cx.create(&client, "t", 1, &[]).await?;
+    let t = full.as_str();
+    let keys: &[&str] = &["cleanup.policy"];
+    let mut lines = Vec::new();
+    for (op, value) in [
+        (SET, "delete,"),
+        (SET, "delete,,compact"),
+        (SET, ",delete"),
+        (SET, "delete"),
+        (APPEND, "compact,"),
+        (APPEND, ","),
+        (APPEND, ",delete"),
+        (SUBTRACT, "compact,"),
+        (SUBTRACT, ","),
+        (SUBTRACT, ""),
+    ] {
+        lines.push(format!("op {op} {value:?}:"));
+        let ops: Ops = &[("cleanup.policy", op, Some(value))];
+        lines.extend(incremental(&cx, &client, 1, false, &[(TOPIC, t, ops)]).await?);
+        lines.extend(describe(&cx, &client, 4, false, &[(TOPIC, t, Some(keys))]).await?);
     }
     Ok(lines)
 }
