@@ -6,25 +6,24 @@
 //! for each entry ("Each resource must appear at most once."); a config key named twice in one
 //! resource, or a null value (but for IncrementalAlterConfigs' DELETE), INVALID_REQUEST; a
 //! resource type other than topic (2) and broker (4) INVALID_REQUEST. A broker resource names
-//! this broker's node id or is empty (the cluster-wide default), else INVALID_REQUEST. For a
-//! topic: an empty name INVALID_REQUEST, an illegal one INVALID_TOPIC_EXCEPTION; the resulting
-//! configs are validated as a whole (an unknown name or a bad value INVALID_CONFIG) before the
-//! topic's existence is checked (UNKNOWN_TOPIC_OR_PARTITION); an APPEND of an empty item
-//! INVALID_CONFIG. For a broker, as Kafka 4.4.0 answers (the `incremental_alter_configs_*`
-//! broker conformance cases), INVALID_REQUEST for: a config that cannot change at run time
-//! ([`STATIC_BROKER_CONFIGS`]); a per-broker config (listeners, keystores and truststores,
-//! `listener.name.*`) at the cluster level; a bad value of a dynamic config kmock knows the type
-//! of ([`broker_value_error`]). A broker config no Kafka knows is accepted, as Kafka accepts it.
+//! this broker's node id or is empty (the cluster-wide default), else INVALID_REQUEST; its
+//! changes are checked as [`super::broker_configs`] says (INVALID_REQUEST). For a topic: an
+//! empty name INVALID_REQUEST, an illegal one INVALID_TOPIC_EXCEPTION; the resulting configs
+//! are validated as a whole (an unknown name or a bad value INVALID_CONFIG) before the topic's
+//! existence is checked (UNKNOWN_TOPIC_OR_PARTITION). APPEND and SUBTRACT split their value as
+//! Java's `String.split(",")` does (`""` is one empty item, trailing empty items are dropped:
+//! `"compact,"` is `compact`, `","` nothing), and it is the resulting value that is validated:
+//! an empty item appended (`""`, `",delete"`) leaves an empty item in the list, INVALID_CONFIG,
+//! as Kafka 4.4.0 answers (the `incremental_alter_configs_list_items_that_are_empty` case).
 //!
-//! Deviation from Apache Kafka: a new `listeners`, `advertised.listeners`,
-//! `listener.security.protocol.map` or SSL keystore or truststore for broker 1 is refused with
-//! INVALID_REQUEST (kmock cannot move its listeners and has no TLS), where Kafka accepts a valid
-//! one: stricter.
+//! Deviations from Apache Kafka: those of [`super::broker_configs`] (stricter for a few
+//! per-broker configs of broker 1, more lenient for `log.retention.minutes`/`hours` of 0).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kafka_protocol::ResponseError;
 
+use super::broker_configs::{self, Levels};
 use super::Ctx;
 use crate::state::topics::{validate_configs, validate_name, TOPIC_CONFIG_DEFAULTS};
 use crate::state::ClusterState;
@@ -33,89 +32,6 @@ use crate::state::ClusterState;
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Resource type BROKER.
 pub const RESOURCE_BROKER: i8 = 4;
-
-/// Broker configs Kafka refuses to change at run time (`DynamicBrokerConfig`: not dynamic),
-/// among those kmock describes.
-const STATIC_BROKER_CONFIGS: &[&str] = &[
-    "auto.create.topics.enable",
-    "broker.id",
-    "controller.listener.names",
-    "controller.quorum.bootstrap.servers",
-    "default.replication.factor",
-    "log.dir",
-    "log.dirs",
-    "node.id",
-    "offsets.topic.num.partitions",
-    "process.roles",
-    "socket.request.max.bytes",
-    "transaction.max.timeout.ms",
-];
-
-/// Broker configs only a broker's own resource may set (Kafka's
-/// `DynamicBrokerConfig.PerBrokerConfigs`, and every `listener.name.` config), which kmock
-/// refuses for broker 1 too, but `listener.name.` ones (see the module's deviation).
-const PER_BROKER_CONFIGS: &[&str] = &[
-    "advertised.listeners",
-    "listener.security.protocol.map",
-    "listeners",
-    "ssl.key.password",
-    "ssl.keystore.certificate.chain",
-    "ssl.keystore.key",
-    "ssl.keystore.location",
-    "ssl.keystore.password",
-    "ssl.keystore.type",
-    "ssl.truststore.certificates",
-    "ssl.truststore.location",
-    "ssl.truststore.password",
-    "ssl.truststore.type",
-];
-
-/// Why a dynamic broker config's new value is refused (Kafka's `KafkaConfig` definitions of
-/// those kmock knows the type of), or `None`.
-fn broker_value_error(key: &str, value: &str) -> Option<String> {
-    let min: i64 = match key {
-        "log.cleaner.threads" | "num.io.threads" | "num.network.threads" => 1,
-        "message.max.bytes" => 0,
-        "log.retention.ms" | "log.retention.bytes" => i64::MIN,
-        _ => return None,
-    };
-    let int = !key.ends_with(".ms") && !key.ends_with("retention.bytes");
-    match value.trim().parse::<i64>() {
-        Ok(n) if n >= min && (!int || i32::try_from(n).is_ok()) => None,
-        _ => Some(format!("Invalid value {value} for configuration {key}")),
-    }
-}
-
-/// Why a broker resource (`name`: a node id, or empty for the cluster level) cannot take
-/// `ops`, or `None`.
-fn broker_refusal(name: &str, ops: &[(String, Op)]) -> Option<String> {
-    let keys = || ops.iter().map(|(k, _)| k.as_str());
-    let fixed: Vec<&str> = keys()
-        .filter(|k| STATIC_BROKER_CONFIGS.contains(k))
-        .collect();
-    if !fixed.is_empty() {
-        return Some(format!(
-            "Cannot update these configs dynamically: Set({})",
-            fixed.join(", ")
-        ));
-    }
-    let per_broker = |k: &&str| PER_BROKER_CONFIGS.contains(k) || k.starts_with("listener.name.");
-    let own: Vec<&str> = keys().filter(per_broker).collect();
-    if name.is_empty() && !own.is_empty() {
-        return Some(format!(
-            "Cannot update these configs at default cluster level, broker id must be specified: \
-             Set({})",
-            own.join(", ")
-        ));
-    }
-    if let Some(k) = keys().find(|k| PER_BROKER_CONFIGS.contains(k)) {
-        return Some(format!("kmock cannot change {k}"));
-    }
-    ops.iter().find_map(|(k, op)| match op {
-        Op::Set(v) => broker_value_error(k, v),
-        _ => None,
-    })
-}
 
 /// A refusal: the error and its message.
 pub type Refusal = (ResponseError, String);
@@ -181,6 +97,7 @@ pub fn change_each(
             let ops = c.ops?;
             alter(
                 &mut state,
+                ctx.node_id,
                 c.resource_type,
                 c.name,
                 &ops,
@@ -231,13 +148,15 @@ pub fn preprocess<'a>(
 }
 
 /// Applies `ops` to a resource's configs (`replace`: AlterConfigs, every config not named goes
-/// back to its default), validating the result as Kafka's controller does; nothing changes when
-/// `validate_only` or on a refusal. The resource passed [`preprocess`].
+/// back to its default), validating the result as Kafka's controller does (a broker resource's
+/// as broker `node_id` sees it); nothing changes when `validate_only` or on a refusal. The
+/// resource passed [`preprocess`].
 ///
 /// # Errors
 /// What Kafka answers: see the module's documentation.
 pub fn alter(
     state: &mut ClusterState,
+    node_id: i32,
     resource_type: i8,
     name: &str,
     ops: &[(String, Op)],
@@ -245,11 +164,8 @@ pub fn alter(
     validate_only: bool,
 ) -> Result<(), Refusal> {
     if resource_type == RESOURCE_BROKER {
-        if let Some(message) = broker_refusal(name, ops) {
-            return Err(invalid(&message));
-        }
         let current = state.broker_configs.get(name).cloned().unwrap_or_default();
-        let configs = changed(current, ops, replace, |_| false)?;
+        let configs = broker_changed(state, node_id, name, current, ops, replace)?;
         if !validate_only {
             state.broker_configs.insert(name.to_owned(), configs);
         }
@@ -277,6 +193,53 @@ pub fn alter(
         topic.set_configs(configs);
     }
     Ok(())
+}
+
+/// A broker resource's (`name`) stored dynamic configs `current` with `ops` applied, checked as
+/// [`broker_configs`] says for broker `node_id` (every refusal INVALID_REQUEST).
+fn broker_changed(
+    state: &ClusterState,
+    node_id: i32,
+    name: &str,
+    current: BTreeMap<String, String>,
+    ops: &[(String, Op)],
+    replace: bool,
+) -> Result<BTreeMap<String, String>, Refusal> {
+    let keys = ops.iter().map(|(k, _)| k.as_str());
+    if let Some(message) = broker_configs::key_refusal(name, keys.clone()) {
+        return Err(invalid(&message));
+    }
+    let bad_value = ops.iter().find_map(|(k, op)| match op {
+        Op::Set(v) => broker_configs::value_error(k, v),
+        _ => None,
+    });
+    if let Some(message) = bad_value {
+        return Err(invalid(&message));
+    }
+    let configs = changed(current, ops, replace, |_| false)?;
+    let node = node_id.to_string();
+    let before = Levels {
+        broker: state.broker_configs.get(&node),
+        cluster: state.broker_configs.get(""),
+    };
+    let after = if name.is_empty() {
+        Levels {
+            cluster: Some(&configs),
+            ..before
+        }
+    } else {
+        Levels {
+            broker: Some(&configs),
+            ..before
+        }
+    };
+    // AlterConfigs' `replace` also changes every stored config not named.
+    let stored = before.broker.into_iter().chain(before.cluster);
+    let all = keys.chain(stored.flat_map(|c| c.keys().map(String::as_str)));
+    match broker_configs::reconfiguration_error(before, after, all) {
+        Some(message) => Err(invalid(&message)),
+        None => Ok(configs),
+    }
 }
 
 /// `current` with `ops` applied, as Kafka's `ConfigurationControlManager
@@ -321,17 +284,13 @@ fn changed(
                     .or(default)
                     .map(|v| v.split(',').filter(|x| !x.is_empty()).collect())
                     .unwrap_or_default();
+                let items = java_split(items);
                 // Sets, so that a request of n items costs n steps, not n² under the lock.
-                if matches!(op, Op::Append(_)) && items.split(',').any(str::is_empty) {
-                    return Err((
-                        ResponseError::InvalidConfig,
-                        format!("Invalid value {items:?} to APPEND to {key}: an empty item"),
-                    ));
-                }
                 if matches!(op, Op::Append(_)) {
-                    // Kafka: each item not yet in the list is added at its end.
+                    // Kafka: each item not yet in the list is added at its end (an empty one
+                    // too: the caller's validation of the result refuses it).
                     let mut present: HashSet<&str> = list.iter().copied().collect();
-                    for item in items.split(',') {
+                    for item in items {
                         if present.insert(item) {
                             list.push(item);
                         }
@@ -340,7 +299,7 @@ fn changed(
                     // Kafka's `List.remove` for each item: its first occurrence still there
                     // goes, so an item named k times takes its first k occurrences.
                     let mut gone: HashMap<&str, usize> = HashMap::new();
-                    for item in items.split(',') {
+                    for item in items {
                         *gone.entry(item).or_default() += 1;
                     }
                     list.retain(|x| match gone.get_mut(x) {
@@ -357,6 +316,18 @@ fn changed(
         }
     }
     Ok(configs)
+}
+
+/// `value`'s comma-separated items as Java's `value.split(",")` gives them: `""` is one empty
+/// item, and trailing empty items are dropped (`"a,"` is `a`, `","` none).
+fn java_split(value: &str) -> Vec<&str> {
+    let mut items: Vec<&str> = value.split(',').collect();
+    if !value.is_empty() {
+        while items.last() == Some(&"") {
+            items.pop();
+        }
+    }
+    items
 }
 
 fn invalid(message: &str) -> Refusal {
@@ -394,41 +365,29 @@ mod tests {
     }
 
     #[test]
-    fn broker_configs_refused_as_kafka_4_4_refuses_them() {
-        let set = |k: &str, v: &str| vec![(k.to_owned(), Op::Set(v.to_owned()))];
-        for key in [
-            "broker.id",
-            "log.dirs",
-            "process.roles",
-            "auto.create.topics.enable",
-        ] {
-            assert!(broker_refusal("1", &set(key, "2")).is_some(), "{key}");
-            assert!(broker_refusal("", &set(key, "2")).is_some(), "{key}");
-        }
-        for key in ["listeners", "listener.name.plaintext.ssl.keystore.location"] {
-            assert!(broker_refusal("", &set(key, "x")).is_some(), "{key}");
-        }
-        assert!(broker_refusal(
-            "1",
-            &set("listener.name.plaintext.ssl.keystore.location", "x")
-        )
-        .is_none());
-        assert!(broker_refusal("1", &set("log.cleaner.threads", "many")).is_some());
-        assert!(broker_refusal("", &set("message.max.bytes", "-1")).is_some());
-        assert!(broker_refusal("", &set("log.cleaner.threads", "2")).is_none());
-        assert!(broker_refusal("1", &set("no.such.config", "1")).is_none());
-        let delete = vec![("log.cleaner.threads".to_owned(), Op::Delete)];
-        assert!(broker_refusal("1", &delete).is_none());
+    fn items_split_as_javas_string_split() {
+        assert_eq!(java_split(""), [""]);
+        assert_eq!(java_split(","), Vec::<&str>::new());
+        assert_eq!(java_split("compact,"), ["compact"]);
+        assert_eq!(java_split(",delete,,"), ["", "delete"]);
+        assert_eq!(java_split("delete,,compact"), ["delete", "", "compact"]);
     }
 
     #[test]
-    fn append_of_an_empty_item_is_an_invalid_config() {
-        let configs = BTreeMap::from([("cleanup.policy".to_owned(), "delete".to_owned())]);
-        let ops = [("cleanup.policy".to_owned(), Op::Append(String::new()))];
-        let refused = changed(configs, &ops, false, |k| k == "cleanup.policy");
+    fn an_empty_item_appended_stays_in_the_list_for_validation_to_refuse() {
         assert_eq!(
-            refused.map_err(|(e, _)| e),
-            Err(ResponseError::InvalidConfig)
+            policy_after("delete", Op::Append("compact,".into())),
+            "delete,compact"
+        );
+        assert_eq!(policy_after("delete", Op::Append(",".into())), "delete");
+        assert_eq!(policy_after("delete", Op::Append(String::new())), "delete,");
+        assert_eq!(
+            policy_after("delete", Op::Append(",compact".into())),
+            "delete,,compact"
+        );
+        assert_eq!(
+            policy_after("delete,compact", Op::Subtract("compact,".into())),
+            "delete"
         );
     }
 

@@ -33,9 +33,9 @@ const RESOURCE_BROKER: i8 = 4;
 /// Config source STATIC_BROKER_CONFIG.
 const SOURCE_STATIC_BROKER: i8 = 4;
 /// Config source DYNAMIC_BROKER_CONFIG (set for this broker).
-const SOURCE_DYNAMIC_BROKER: i8 = 1;
+const SOURCE_DYNAMIC_BROKER: i8 = 2;
 /// Config source DYNAMIC_DEFAULT_BROKER_CONFIG (set cluster-wide).
-const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 5;
+const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 
 /// Broker configs reported, with kmock's values.
 const BROKER_CONFIGS: &[(&str, &str)] = &[

@@ -13,6 +13,7 @@ pub mod alter_configs;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
 pub mod api_versions;
+mod broker_configs;
 mod config_changes;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;

@@ -506,11 +506,14 @@ pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String
             }
         };
         match name.as_str() {
-            // A list of `delete` and `compact`, empty included (Kafka's `ValidList`).
+            // A list of `delete` and `compact` (Kafka's `ValidList`): the whole value may be
+            // empty, an item may not (`delete,`, `,delete` and `delete,,compact` are refused,
+            // as Kafka 4.4.0 refuses them: its LIST parse keeps trailing empty items).
+            "cleanup.policy" if value.trim().is_empty() => Ok(()),
             "cleanup.policy" => match value
                 .split(',')
                 .map(str::trim)
-                .find(|p| !matches!(*p, "delete" | "compact" | ""))
+                .find(|p| !matches!(*p, "delete" | "compact"))
             {
                 None => Ok(()),
                 Some(p) => Err(format!(

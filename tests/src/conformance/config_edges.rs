@@ -19,6 +19,7 @@ pub const CASES: &[Case] = &[
     case!(incremental_alter_configs_unknown_broker_configs),
     case!(incremental_alter_configs_dynamic_broker_configs),
     case!(incremental_alter_configs_broker_named_twice),
+    case!(incremental_alter_configs_list_items_that_are_empty),
     case!(
         incremental_alter_configs_broker_loggers,
         "kmock has no broker loggers: every change is INVALID_REQUEST, where Kafka answers \
@@ -54,7 +55,7 @@ const BROKER_LOGGER: i8 = 8;
 
 /// Each (resource name, operations) as its own `validate_only` IncrementalAlterConfigs v1 of a
 /// resource of `kind`.
-async fn each(cx: &Ctx, kind: i8, resources: &[(&str, Ops<'_>)]) -> Result<Lines> {
+pub(super) async fn each(cx: &Ctx, kind: i8, resources: &[(&str, Ops<'_>)]) -> Result<Lines> {
     let mut lines = Vec::new();
     for (resource, ops) in resources {
         let client = cx.connect().await?;
@@ -121,6 +122,34 @@ async fn incremental_alter_configs_dynamic_broker_configs(cx: Ctx) -> Result<Lin
         let ops: Ops = &[(key, SET, Some(value))];
         lines.push(format!("{key}={value}:"));
         lines.extend(each(&cx, BROKER, &[("1", ops), ("", ops)]).await?);
+    }
+    Ok(lines)
+}
+
+/// A list config set, appended to and subtracted from with empty items (before, between and
+/// after commas), each change applied, then the value DescribeConfigs shows.
+async fn incremental_alter_configs_list_items_that_are_empty(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let full = cx.create(&client, "t", 1, &[]).await?;
+    let t = full.as_str();
+    let keys: &[&str] = &["cleanup.policy"];
+    let mut lines = Vec::new();
+    for (op, value) in [
+        (SET, "delete,"),
+        (SET, "delete,,compact"),
+        (SET, ",delete"),
+        (SET, "delete"),
+        (APPEND, "compact,"),
+        (APPEND, ","),
+        (APPEND, ",delete"),
+        (SUBTRACT, "compact,"),
+        (SUBTRACT, ","),
+        (SUBTRACT, ""),
+    ] {
+        lines.push(format!("op {op} {value:?}:"));
+        let ops: Ops = &[("cleanup.policy", op, Some(value))];
+        lines.extend(incremental(&cx, &client, 1, false, &[(TOPIC, t, ops)]).await?);
+        lines.extend(describe(&cx, &client, 4, false, &[(TOPIC, t, Some(keys))]).await?);
     }
     Ok(lines)
 }

@@ -18,6 +18,7 @@ mod alter_configs;
 mod api_versions_v5;
 pub mod batches;
 mod bounds;
+mod broker_config_edges;
 mod cluster_admin;
 mod config_edges;
 mod configs;
@@ -122,6 +123,7 @@ pub fn all() -> Vec<Case> {
         sequences::CASES,
         quotas::CASES,
         cluster_admin::CASES,
+        broker_config_edges::CASES,
     ]
     .concat()
 }
