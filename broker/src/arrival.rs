@@ -9,9 +9,9 @@ use bytes::Bytes;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::Shared;
 use crate::codec::Decoded;
 use crate::faults::Fired;
+use crate::shared::Shared;
 
 /// A request read off a connection: numbered and journaled on arrival, with the faults that
 /// fired on it, queued for the connection's processor.

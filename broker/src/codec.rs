@@ -305,6 +305,19 @@ pub fn api_name(api: ApiKey) -> &'static str {
     names[api as usize]
 }
 
+/// `NotCoordinator` → `NOT_COORDINATOR`: a `kafka_protocol::ResponseError` variant's name as
+/// Kafka spells the error.
+pub(crate) fn screaming(camel: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use crate::journal::Entry;
 /// code Kafka does not define.
 pub(crate) fn error_name(code: i16) -> String {
     match kafka_protocol::ResponseError::try_from_code(code) {
-        Some(e) => format!("{} ({code})", crate::scenario::screaming(&format!("{e:?}"))),
+        Some(e) => format!("{} ({code})", crate::codec::screaming(&format!("{e:?}"))),
         None => format!("error {code}"),
     }
 }

@@ -18,10 +18,8 @@ use kafka_protocol::ResponseError;
 use crate::faults::{Rule, Rules};
 use crate::journal::{Journal, Sink};
 
-use super::{
-    bootstrap, group_timers, retention_timer, BrokerInfo, Cluster, Config, Inner, KafkaVersion,
-    Listening, Shared, TransactionVersion,
-};
+use super::{bootstrap, group_timers, retention_timer, Cluster, Inner};
+use crate::shared::{BrokerInfo, Config, KafkaVersion, Shared, TransactionVersion};
 
 /// Builds and starts a [`Cluster`]. Nothing listens until [`ClusterBuilder::start`].
 #[derive(Debug, Default)]
@@ -405,7 +403,7 @@ impl ClusterBuilder {
             .into_iter()
             .zip(&shared.brokers)
             .map(|(listener, broker)| {
-                Listening::start(listener, broker.node_id, &shared, &shutdown)
+                crate::server::listen(listener, broker.node_id, &shared, &shutdown)
             })
             .collect();
         tracker.spawn(group_timers(Arc::clone(&shared), shutdown.clone()));

@@ -1,10 +1,8 @@
 //! The cluster handle and its builder.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, MutexGuard};
 
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -15,21 +13,13 @@ use crate::journal::{Entry, Journal, JournalError, JournalSnapshot};
 use crate::state::ClusterState;
 
 mod builder;
-mod config;
+mod limits;
 mod operations;
 
+use crate::listening::Listening;
+use crate::shared::Shared;
+pub use crate::shared::{BrokerInfo, KafkaVersion, TransactionVersion};
 pub use builder::ClusterBuilder;
-pub(crate) use config::{Config, Shared};
-pub use config::{KafkaVersion, TransactionVersion};
-
-/// A broker's identity as clients see it in Metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BrokerInfo {
-    /// Node id (1, 2, … in start order).
-    pub node_id: i32,
-    /// The address its listener is bound to, and advertised.
-    pub addr: SocketAddr,
-}
 
 /// A running fake Kafka cluster.
 ///
@@ -61,41 +51,6 @@ struct Inner {
     /// Each broker's listener and connections, by node id order; also serializes cluster
     /// operations.
     listeners: tokio::sync::Mutex<Vec<Listening>>,
-}
-
-/// One broker's accept loop and connections: stopped together when the broker goes down.
-#[derive(Debug)]
-pub(crate) struct Listening {
-    stop: CancellationToken,
-    tasks: TaskTracker,
-}
-
-impl Listening {
-    /// Serves `listener` as broker `node_id` until `stop` (a child of `shutdown`) is cancelled.
-    pub(crate) fn start(
-        listener: TcpListener,
-        node_id: i32,
-        shared: &Arc<Shared>,
-        shutdown: &CancellationToken,
-    ) -> Self {
-        let stop = shutdown.child_token();
-        let tasks = TaskTracker::new();
-        tasks.spawn(crate::server::serve(
-            listener,
-            node_id,
-            Arc::clone(shared),
-            stop.clone(),
-            tasks.clone(),
-        ));
-        Self { stop, tasks }
-    }
-
-    /// Closes the listener and every connection, and waits until they have ended.
-    pub(crate) async fn stop(&self) {
-        self.stop.cancel();
-        self.tasks.close();
-        self.tasks.wait().await;
-    }
 }
 
 impl Drop for Inner {

@@ -3,7 +3,7 @@
 
 use tokio::net::TcpListener;
 
-use super::{Cluster, Listening};
+use super::Cluster;
 use crate::error::Error;
 use crate::journal::{ClusterOperation, LeaderChange};
 use crate::state::ClusterState;
@@ -73,7 +73,7 @@ impl Cluster {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| Error::Bind { addr, source })?;
-        listeners[index] = Listening::start(listener, node_id, shared, &self.inner.shutdown);
+        listeners[index] = crate::server::listen(listener, node_id, shared, &self.inner.shutdown);
         let changes = self.operate(
             node_id,
             |state, now| state.broker_up(node_id, now),

@@ -58,8 +58,8 @@ pub mod update_features;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
-use crate::cluster::Shared;
 use crate::codec::{CodecError, Request};
+use crate::shared::Shared;
 use crate::state::batch::RecordDigest;
 use crate::state::ClusterState;
 
@@ -425,7 +425,7 @@ pub fn named_twice<'a>(names: impl Iterator<Item = &'a str>) -> std::collections
 }
 
 /// The host and port a broker advertises, as the wire carries them.
-pub fn advertised(broker: &crate::cluster::BrokerInfo) -> (StrBytes, i32) {
+pub fn advertised(broker: &crate::shared::BrokerInfo) -> (StrBytes, i32) {
     (
         str_bytes(&broker.addr.ip().to_string()),
         i32::from(broker.addr.port()),

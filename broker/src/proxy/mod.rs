@@ -27,12 +27,11 @@
 //! SASL and TLS to the upstream are out of scope: the upstream is spoken to in PLAINTEXT.
 
 mod answers;
-mod connection;
 pub(crate) mod rewrite;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -45,11 +44,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use connection::forward;
-
-use crate::cluster::{Listening, Shared};
 use crate::connection::FrameReader;
 use crate::error::Error;
+use crate::listening::Listening;
 
 /// How long discovering the upstream's brokers may take at the start before it fails: a hang
 /// guard, far above what a reachable broker needs.
@@ -197,9 +194,12 @@ impl Upstream {
     /// now. `None` when no listener can be bound, or [`MAX_LATE_BROKERS`] brokers first seen
     /// after the start have one already (the address is then left as the upstream's, with a
     /// warning).
+    ///
+    /// `start` starts the new listener's accept loop, stopped with the cluster's shutdown
+    /// ([`crate::server::listen`]).
     pub(crate) fn route(
         &self,
-        shared: &Arc<Shared>,
+        start: impl FnOnce(TcpListener, &CancellationToken) -> Listening,
         node_id: i32,
         host: &str,
         port: i32,
@@ -238,7 +238,7 @@ impl Upstream {
             },
         );
         drop(routes);
-        let listening = Listening::start(listener, node_id, shared, &self.shutdown);
+        let listening = start(listener, &self.shutdown);
         self.late
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -62,7 +62,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use build::finish;
-pub(crate) use rules::screaming;
 pub use rules::{api_named, parse_rule, RuleSpec};
 
 use crate::cluster::{KafkaVersion, TransactionVersion};

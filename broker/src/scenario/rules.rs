@@ -9,6 +9,7 @@ use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
 
 use super::humantime_serde_opt;
+use crate::codec::screaming;
 use crate::faults::{Rule, Times};
 
 /// A fault rule of a scenario, in the vocabulary of [`Rule`]. Serializes to the YAML it is
@@ -278,18 +279,6 @@ fn error_named(name: &str) -> Result<ResponseError, String> {
         .ok_or_else(|| {
             format!("unknown Kafka error {name:?} (use the protocol's names, e.g. NOT_COORDINATOR)")
         })
-}
-
-/// `NotCoordinator` → `NOT_COORDINATOR`.
-pub(crate) fn screaming(camel: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
 }
 
 /// A Rust-style range: `3..5`, `3..=5`, `3..`, `..=5`, `..`, or a single number.

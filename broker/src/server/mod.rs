@@ -14,6 +14,7 @@
 //! stalls; a warning says which.
 
 mod fake;
+mod proxied;
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -26,7 +27,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::arrival::{Arrived, ConnCtx};
-use crate::cluster::Shared;
 use crate::codec::{self, Decoded};
 use crate::connection::{FrameError, FrameReader};
 use crate::faults::Fired;
@@ -34,6 +34,8 @@ use crate::handlers;
 use crate::journal::summary::{self, RequestSummary};
 use crate::journal::{Arrival, Entry};
 use crate::limits::{Activity, ConnectionCount, Slot, Stamped};
+use crate::listening::Listening;
+use crate::shared::Shared;
 use kafka_protocol::messages::ApiKey;
 
 /// Frames read ahead of the one being handled before the reader stops reading: backpressure.
@@ -42,6 +44,20 @@ const READ_AHEAD: usize = 64;
 /// connection cannot make the broker buffer gigabytes (a frame larger than this still goes
 /// through, alone).
 const READ_AHEAD_BYTES: usize = 16 * 1024 * 1024;
+
+/// Serves `listener` as broker `node_id` until the listening's stop token (a child of
+/// `shutdown`) is cancelled.
+pub(crate) fn listen(
+    listener: TcpListener,
+    node_id: i32,
+    shared: &Arc<Shared>,
+    shutdown: &CancellationToken,
+) -> Listening {
+    let shared = Arc::clone(shared);
+    Listening::start(shutdown, move |stop, tasks| {
+        serve(listener, node_id, shared, stop, tasks)
+    })
+}
 
 /// Accepts connections until `shutdown` is cancelled (the cluster stops, or this broker goes
 /// down), each served by its own task on `tracker`; the listener closes when this returns.
@@ -154,7 +170,7 @@ pub(crate) async fn run_connection(
     let processor = async {
         let writer = Stamped::new(write_half, &activity);
         match &shared.upstream {
-            Some(upstream) => crate::proxy::forward(&ctx, upstream, &mut rx, writer).await,
+            Some(upstream) => proxied::forward(&ctx, upstream, &mut rx, writer).await,
             None => fake::answer_requests(&ctx, &mut rx, writer).await,
         }
         close.cancel();

@@ -1,9 +1,9 @@
 //! The cluster's mutable state: topics and logs, producer ids.
 //!
 //! One owner: all of it sits in one [`ClusterState`] behind one `std::sync::Mutex` in
-//! [`crate::cluster::Shared`]. A `std` mutex and not Tokio's because no code holds it across an
+//! [`crate::shared::Shared`]. A `std` mutex and not Tokio's because no code holds it across an
 //! `.await` and every critical section is short (a lookup, an append); handlers that wait (Fetch
-//! long polling) drop the lock and wait on [`crate::cluster::Shared::data_arrived`].
+//! long polling) drop the lock and wait on [`crate::shared::Shared::data_arrived`].
 
 pub mod batch;
 pub mod coordinator;

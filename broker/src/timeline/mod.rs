@@ -81,7 +81,7 @@ fn error_names() -> std::collections::BTreeMap<i16, String> {
     (-1..=LAST_ERROR_CODE)
         .filter_map(|code| {
             let e = kafka_protocol::ResponseError::try_from_code(code)?;
-            Some((code, crate::scenario::screaming(&format!("{e:?}"))))
+            Some((code, crate::codec::screaming(&format!("{e:?}"))))
         })
         .collect()
 }

@@ -5,11 +5,11 @@ use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::ResponseError;
 
 use super::super::Ctx;
-use crate::cluster::KafkaVersion;
 use crate::state::batch;
 use crate::state::producer_state::WithoutState;
 use crate::state::topics::{Partition, Topic};
 use crate::state::txn::TxnMetadata;
+use crate::versions::KafkaVersion;
 
 pub(super) type PartitionResult = Result<PartitionProduceResponse, (ResponseError, Option<String>)>;
 

@@ -1,8 +1,9 @@
 //! What a cluster is configured with ([`Config`], [`KafkaVersion`]) and the state every broker
-//! task shares ([`Shared`]).
+//! task shares ([`Shared`]): data types the cluster, the server, the proxy, the handlers and
+//! the fault rules all read, kept out of [`crate::cluster`] so none of them imports it.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,8 +15,16 @@ use crate::faults::Rules;
 use crate::journal::Journal;
 use crate::state::{ClusterState, Placement};
 
-use super::BrokerInfo;
 pub use crate::versions::KafkaVersion;
+
+/// A broker's identity as clients see it in Metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// Node id (1, 2, … in start order).
+    pub node_id: i32,
+    /// The address its listener is bound to, and advertised.
+    pub addr: SocketAddr,
+}
 
 /// The `transaction.version` feature the cluster has finalized (Kafka's `TransactionVersion`,
 /// KIP-890): which transaction protocol the coordinator and the partitions speak.
@@ -105,7 +114,7 @@ impl Config {
     }
 
     /// A fresh state: the brokers, the internal topics and the configured topics.
-    pub(super) fn initial_state(&self, nodes: Vec<i32>) -> Result<ClusterState, Error> {
+    pub(crate) fn initial_state(&self, nodes: Vec<i32>) -> Result<ClusterState, Error> {
         let placement = Placement {
             default_replication_factor: self.replication_factor(),
             offsets_topic_partitions: self.offsets_topic_partitions,
@@ -131,7 +140,7 @@ impl Config {
 
     /// [`Self::initial_state`] again, for a reset: the configured topics were created at
     /// start with every broker up, as they are in a fresh state, so this cannot fail.
-    pub(super) fn fresh_state(&self, nodes: Vec<i32>) -> ClusterState {
+    pub(crate) fn fresh_state(&self, nodes: Vec<i32>) -> ClusterState {
         self.initial_state(nodes)
             .expect("the configured topics were created once already")
     }
@@ -178,15 +187,15 @@ pub(crate) struct Shared {
     /// Every request, in arrival order.
     pub journal: Journal,
     /// Fault rules in force.
-    pub(super) rules: Mutex<Rules>,
+    pub(crate) rules: Mutex<Rules>,
     /// Whether any rule is in force, readable without the rules lock: a request takes that
     /// lock only when there is a rule to apply.
-    pub(super) rules_in_force: AtomicBool,
+    pub(crate) rules_in_force: AtomicBool,
     /// Whether a client quota was ever stored (AlterClientQuotas), readable without the state
     /// lock: until then Produce and Fetch neither measure their size nor take the lock for
     /// quotas. It stays set once set (a reset that drops the quotas leaves only that cost).
     pub client_quotas_set: AtomicBool,
-    pub(super) next_connection_id: AtomicU64,
+    pub(crate) next_connection_id: AtomicU64,
 }
 
 impl Shared {

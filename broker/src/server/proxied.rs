@@ -1,5 +1,5 @@
 //! A proxy's processor for one client connection: the requests the reader queued
-//! ([`crate::server`]) go to the upstream broker on a connection of their own, in order and
+//! ([`super`]) go to the upstream broker on a connection of their own, in order and
 //! without waiting for the answers before them (the sender), and the answers come back in the
 //! same order (the returner), each completing its journal entry when it is sent to the client.
 //!
@@ -15,14 +15,14 @@ use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use super::rewrite::{self, REWRITTEN};
-use super::{Upstream, MAX_ANSWER_BYTES};
 use crate::arrival::{Arrived, ConnCtx};
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
 use crate::faults::{self, Fired};
 use crate::handlers::{self, Ctx, Digests, ProducedDigests};
 use crate::outbox::{add_digests, Outbox};
+use crate::proxy::rewrite::{self, REWRITTEN};
+use crate::proxy::{Upstream, MAX_ANSWER_BYTES};
 
 /// How long connecting to the upstream broker may take before the client's connection is
 /// closed (a black-holed address would otherwise hold it until the OS gives up, minutes).
@@ -385,7 +385,12 @@ async fn answer(
         let mut changed = frame.is_none();
         if let Some(body) = body.as_deref_mut() {
             changed |= rewrite::rewrite(body, |node, host, port| {
-                upstream.route(shared, node, host, port)
+                upstream.route(
+                    |listener, shutdown| super::listen(listener, node, shared, shutdown),
+                    node,
+                    host,
+                    port,
+                )
             });
             if let (ResponseKind::Metadata(metadata), Some(_)) = (&*body, &frame) {
                 upstream.remember_metadata(metadata);
