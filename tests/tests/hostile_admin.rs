@@ -1,6 +1,7 @@
 //! One admin request the size of a hostile client cannot hold the cluster's state for minutes:
 //! work linear in the request, not quadratic. An IncrementalAlterConfigs APPEND of a million
-//! `cleanup.policy` items, a DeleteRecords naming a million partitions, and a ListConfigResources naming the topic type a million times are answered as
+//! `cleanup.policy` items, a DeleteRecords and an AlterReplicaLogDirs naming a million
+//! partitions, and a ListConfigResources naming the topic type a million times are answered as
 //! Kafka answers them, and another connection is served meanwhile. Times are printed, never
 //! asserted; only a hang fails (the old code took hours for these sizes).
 
@@ -140,6 +141,42 @@ async fn a_delete_records_naming_a_million_partitions_is_answered_and_others_are
             p.error_code,
             Some(ResponseError::UnknownTopicOrPartition),
         )?;
+    }
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alter_replica_log_dirs_naming_a_million_partitions_is_answered_and_others_are_served(
+) -> Result<()> {
+    let cluster = Cluster::builder().topic("t", 1).start().await?;
+    // Half a million partitions named in a directory the broker lacks, then each again in its
+    // one directory: the last directory wins, so each is answered once, for broker 1's.
+    let distinct = i32::try_from(MILLION / 2).expect("small");
+    let dir = |path: &str| {
+        AlterReplicaLogDir::default()
+            .with_path(text(path))
+            .with_topics(vec![AlterReplicaLogDirTopic::default()
+                .with_name(name("t"))
+                .with_partitions((0..distinct).collect())])
+    };
+    let own = format!("/kmock/broker-{}/data", cluster.brokers()[0].node_id);
+    let request =
+        AlterReplicaLogDirsRequest::default().with_dirs(vec![dir("/elsewhere"), dir(&own)]);
+    let answer = with_bystander(&cluster, request, 2).await?;
+    same("topics answered", answer.results.len(), 1)?;
+    let answered = &answer.results[0].partitions;
+    same("partitions answered", answered.len(), MILLION / 2)?;
+    code_is("partition 0", answered[0].error_code, None)?;
+    for (i, p) in answered.iter().enumerate() {
+        same("a partition's index", p.partition_index as usize, i)?;
+        if i > 0 {
+            code_is(
+                &format!("partition {i}"),
+                p.error_code,
+                Some(ResponseError::UnknownTopicOrPartition),
+            )?;
+        }
     }
     cluster.shutdown().await;
     Ok(())
