@@ -20,7 +20,7 @@ mod operations;
 
 pub use builder::ClusterBuilder;
 pub(crate) use config::{Config, Shared};
-pub use config::{KafkaVersion, TransactionVersion};
+pub use config::{KafkaVersion, TransactionVersion, MIN_RETENTION_CHECK_INTERVAL};
 
 /// A broker's identity as clients see it in Metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
