@@ -67,6 +67,7 @@ mod versions;
 pub use check::{Checks, Report, Violation};
 pub use cluster::{
     BrokerInfo, Cluster, ClusterBuilder, KafkaVersion, RuleHandle, TransactionVersion,
+    MIN_RETENTION_CHECK_INTERVAL,
 };
 pub use error::Error;
 pub use faults::{Action, Rule, RuleStats, Times};

@@ -72,6 +72,11 @@ impl TransactionVersion {
 /// Kafka's default `log.retention.check.interval.ms`: 5 minutes.
 pub const DEFAULT_RETENTION_CHECK_INTERVAL: Duration = Duration::from_secs(300);
 
+/// The shortest retention check interval kmock takes: 100 ms. Each check walks every partition
+/// under the state lock, so a shorter one would hold it most of the time (Kafka sets no floor
+/// on `log.retention.check.interval.ms` beyond 1 ms; kmock is stricter here, for itself).
+pub const MIN_RETENTION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
 /// Settings fixed at start.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {

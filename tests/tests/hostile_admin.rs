@@ -1,6 +1,7 @@
 //! One admin request the size of a hostile client cannot hold the cluster's state for minutes:
 //! work linear in the request, not quadratic. An IncrementalAlterConfigs APPEND of a million
-//! `cleanup.policy` items and a DeleteRecords naming a million partitions are answered as
+//! `cleanup.policy` items, a DeleteRecords and an AlterReplicaLogDirs naming a million
+//! partitions, and a ListConfigResources naming the topic type a million times are answered as
 //! Kafka answers them, and another connection is served meanwhile. Times are printed, never
 //! asserted; only a hang fails (the old code took hours for these sizes).
 
@@ -10,13 +11,19 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use common::{code_is, name, same, text};
+use kafka_protocol::messages::alter_replica_log_dirs_request::{
+    AlterReplicaLogDir, AlterReplicaLogDirTopic,
+};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
-use kafka_protocol::messages::{DeleteRecordsRequest, IncrementalAlterConfigsRequest};
+use kafka_protocol::messages::{
+    AlterReplicaLogDirsRequest, DeleteRecordsRequest, IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+};
 use kafka_protocol::protocol::Request;
 use kafka_protocol::ResponseError;
 use kmock::Cluster;
@@ -135,6 +142,90 @@ async fn a_delete_records_naming_a_million_partitions_is_answered_and_others_are
             Some(ResponseError::UnknownTopicOrPartition),
         )?;
     }
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alter_replica_log_dirs_naming_a_million_partitions_is_answered_and_others_are_served(
+) -> Result<()> {
+    let cluster = Cluster::builder().topic("t", 1).start().await?;
+    // Half a million partitions named in a directory the broker lacks, then each again in its
+    // one directory: the last directory wins, so each is answered once, for broker 1's.
+    let distinct = i32::try_from(MILLION / 2).expect("small");
+    let dir = |path: &str| {
+        AlterReplicaLogDir::default()
+            .with_path(text(path))
+            .with_topics(vec![AlterReplicaLogDirTopic::default()
+                .with_name(name("t"))
+                .with_partitions((0..distinct).collect())])
+    };
+    let own = format!("/kmock/broker-{}/data", cluster.brokers()[0].node_id);
+    let request =
+        AlterReplicaLogDirsRequest::default().with_dirs(vec![dir("/elsewhere"), dir(&own)]);
+    let answer = with_bystander(&cluster, request, 2).await?;
+    same("topics answered", answer.results.len(), 1)?;
+    let answered = &answer.results[0].partitions;
+    same("partitions answered", answered.len(), MILLION / 2)?;
+    code_is("partition 0", answered[0].error_code, None)?;
+    for (i, p) in answered.iter().enumerate() {
+        same("a partition's index", p.partition_index as usize, i)?;
+        if i > 0 {
+            code_is(
+                &format!("partition {i}"),
+                p.error_code,
+                Some(ResponseError::UnknownTopicOrPartition),
+            )?;
+        }
+    }
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_config_resources_naming_a_type_a_million_times_lists_it_once() -> Result<()> {
+    const TOPIC: i8 = 2;
+    const BROKER: i8 = 4;
+    const BROKER_LOGGER: i8 = 8;
+    let cluster = Cluster::builder()
+        .topic("a", 1)
+        .topic("b", 1)
+        .topic("t", 1)
+        .start()
+        .await?;
+    let node = cluster.brokers()[0].node_id.to_string();
+    let listed = |answer: &kafka_protocol::messages::ListConfigResourcesResponse| {
+        let mut listed: Vec<(i8, String)> = answer
+            .config_resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.to_string()))
+            .collect();
+        listed.sort();
+        listed
+    };
+    let repeated = ListConfigResourcesRequest::default().with_resource_types(vec![TOPIC; MILLION]);
+    let answer = with_bystander(&cluster, repeated, 1).await?;
+    code_is("the repeated type", answer.error_code, None)?;
+    same(
+        "topics listed",
+        listed(&answer),
+        ["a", "b", "t"].map(|t| (TOPIC, t.to_owned())).to_vec(),
+    )?;
+    // Types named twice and out of order: each type once, as Kafka's set of types.
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let mixed = ListConfigResourcesRequest::default().with_resource_types(vec![
+        BROKER_LOGGER,
+        TOPIC,
+        BROKER,
+        TOPIC,
+        BROKER_LOGGER,
+    ]);
+    let answer = client.send(mixed, 1).await?;
+    code_is("the mixed types", answer.error_code, None)?;
+    let mut expected: Vec<(i8, String)> = ["a", "b", "t"].map(|t| (TOPIC, t.to_owned())).to_vec();
+    expected.push((BROKER, node.clone()));
+    expected.push((BROKER_LOGGER, node));
+    same("resources listed", listed(&answer), expected)?;
     cluster.shutdown().await;
     Ok(())
 }

@@ -264,7 +264,7 @@ async fn compact_alone_keeps_what_retention_would_delete() -> Result<()> {
 
 #[tokio::test]
 async fn the_timer_deletes_and_delete_records_frees_whole_segments() -> Result<()> {
-    let builder = Cluster::builder().retention_check_interval(Duration::from_millis(20));
+    let builder = Cluster::builder().retention_check_interval(kmock::MIN_RETENTION_CHECK_INTERVAL);
     let (cluster, client) = start(builder).await?;
     create_topic_with_configs(&client, "d", 1, &[("segment.ms", "1")]).await?;
     let now = now_ms();
@@ -301,6 +301,33 @@ async fn the_timer_deletes_and_delete_records_frees_whole_segments() -> Result<(
     .await
     .context("the retention timer never deleted the segments below the log start")??;
     cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_retention_check_interval_below_the_floor_is_refused_by_the_builder_and_a_scenario(
+) -> Result<()> {
+    let below = kmock::MIN_RETENTION_CHECK_INTERVAL - Duration::from_millis(1);
+    let refused = Cluster::builder()
+        .retention_check_interval(below)
+        .start()
+        .await;
+    match refused {
+        Err(kmock::Error::Config(message)) => ensure!(
+            message.contains("below kmock's floor of 100ms"),
+            "builder: {message}"
+        ),
+        other => anyhow::bail!("builder: {other:?}, expected a config error"),
+    }
+    let scenario = kmock::scenario::Scenario::parse("retention_check_interval: 1ms\n")
+        .map_err(anyhow::Error::msg)?;
+    match scenario.builder()?.start().await {
+        Err(kmock::Error::Config(message)) => ensure!(
+            message.contains("retention check interval of 1ms"),
+            "scenario: {message}"
+        ),
+        other => anyhow::bail!("scenario: {other:?}, expected a config error"),
+    }
     Ok(())
 }
 

@@ -261,9 +261,13 @@ impl ClusterBuilder {
     /// `retention.ms` and `retention.bytes` (and DeleteRecords) leave behind (Kafka's
     /// `log.retention.check.interval.ms`). Default 5 minutes, as Kafka. `retention.bytes` is also
     /// checked after every append, so that a log's memory stays bounded between checks; a test of
-    /// `retention.ms` lowers this. `Duration::ZERO` is taken as 1 ms.
+    /// `retention.ms` lowers this, down to [`MIN_RETENTION_CHECK_INTERVAL`] (100 ms): a shorter
+    /// interval makes [`Self::start`] fail with [`Error::Config`], since every check walks every
+    /// partition under the state lock.
+    ///
+    /// [`MIN_RETENTION_CHECK_INTERVAL`]: super::MIN_RETENTION_CHECK_INTERVAL
     pub fn retention_check_interval(mut self, interval: Duration) -> Self {
-        self.config.retention_check_interval = interval.max(Duration::from_millis(1));
+        self.config.retention_check_interval = interval;
         self
     }
 
@@ -282,8 +286,8 @@ impl ClusterBuilder {
     /// # Errors
     /// [`Error::Config`] for a Kafka version below 2.4 or one before 4.0 with transaction
     /// version 2, default partitions below 1, a replication factor of 0 or above the broker
-    /// count, or an unspecified host (`0.0.0.0`, `::`: Kafka refuses to advertise
-    /// those); [`Error::Bind`] when a port cannot be bound;
+    /// count, a retention check interval below 100 ms, or an unspecified host (`0.0.0.0`,
+    /// `::`: Kafka refuses to advertise those); [`Error::Bind`] when a port cannot be bound;
     /// [`Error::Topic`] when a configured topic is invalid (bad name, fewer than one or more
     /// than 9,999 partitions, given twice). In proxy mode ([`Self::upstream`]), also
     /// [`Error::Upstream`] when no bootstrap address answers Metadata, and [`Error::Config`]
@@ -334,6 +338,13 @@ impl ClusterBuilder {
                 "replication factor {} is not between 1 and the {} brokers",
                 config.replication_factor(),
                 config.brokers
+            )));
+        }
+        if config.retention_check_interval < super::MIN_RETENTION_CHECK_INTERVAL {
+            return Err(Error::Config(format!(
+                "a retention check interval of {:?} is below kmock's floor of {:?} (each check walks every partition under the state lock)",
+                config.retention_check_interval,
+                super::MIN_RETENTION_CHECK_INTERVAL
             )));
         }
         if config.host.is_unspecified() {

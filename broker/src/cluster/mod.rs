@@ -18,7 +18,9 @@ mod operations;
 
 use crate::listening::Listening;
 use crate::shared::Shared;
-pub use crate::shared::{BrokerInfo, KafkaVersion, TransactionVersion};
+pub use crate::shared::{
+    BrokerInfo, KafkaVersion, TransactionVersion, MIN_RETENTION_CHECK_INTERVAL,
+};
 pub use builder::ClusterBuilder;
 
 /// A running fake Kafka cluster.

@@ -2,14 +2,17 @@
 //!
 //! As Kafka 4.4 answers it (`list_config_resources_by_type`, recorded from 4.4.0): v0 lists the
 //! client metrics resources (kmock has none: it has no client telemetry, and IncrementalAlterConfigs
-//! refuses client metrics resources); v1 lists the resource types asked, or, with none asked,
-//! topics (2), brokers (4) and broker loggers (8, each broker again), with `resource_type` set;
+//! refuses client metrics resources); v1 lists the resource types asked (Kafka reads them as a
+//! set: a type named twice is listed once; kmock lists the types in ascending order), or, with
+//! none asked, topics (2), brokers (4) and broker loggers (8, each broker again), with `resource_type` set;
 //! groups (32) and client metrics (16) are listed when they have configs, which in kmock they
 //! never do; any other type asked is UNSUPPORTED_VERSION at the top level, with no resources.
 //!
 //! Deviations from Apache Kafka: `__consumer_offsets` is not listed as a topic (Kafka lists it
 //! once a FindCoordinator has created it; kmock's Metadata does not list it either); internal
 //! topics created by CreateTopics are.
+
+use std::collections::BTreeSet;
 
 use kafka_protocol::messages::list_config_resources_response::ConfigResource;
 use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesResponse};
@@ -37,10 +40,12 @@ pub fn handle(
         // Client metrics resources only: kmock has none.
         return ListConfigResourcesResponse::default();
     }
-    let types = if request.resource_types.is_empty() {
-        vec![TOPIC, BROKER, BROKER_LOGGER]
+    // Kafka reads the types asked as a set: a type named twice is listed once, and a request
+    // naming one type a million times costs one listing.
+    let types: BTreeSet<i8> = if request.resource_types.is_empty() {
+        BTreeSet::from([TOPIC, BROKER, BROKER_LOGGER])
     } else {
-        request.resource_types.clone()
+        request.resource_types.iter().copied().collect()
     };
     if types
         .iter()

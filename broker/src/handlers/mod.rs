@@ -83,8 +83,9 @@ pub struct Ctx<'a> {
 }
 
 /// The throttle time, in ms, a client quota gave the last request handled on a connection
-/// (Kafka's `ClientQuotaManager.throttle`): the connection answers at once, with the time as
-/// the answer's `throttle_time_ms`, then reads no request from the client until it has passed,
+/// (Kafka's `ClientQuotaManager.throttle`), at most `i32::MAX` as the answer's INT32 is: the
+/// connection answers at once, with the time as the answer's `throttle_time_ms`, then reads no
+/// request from the client until it has passed,
 /// as Kafka mutes a throttled channel (KIP-219). A connection handles one request at a time.
 #[derive(Debug, Default)]
 pub struct QuotaMute(std::sync::atomic::AtomicU32);
@@ -140,10 +141,13 @@ impl Ctx<'_> {
             bytes,
             now_ms,
         );
+        // The answer's `throttle_time_ms` is an INT32: the connection mutes itself for the time
+        // it answers, never longer (a raw u32 would mute it for up to 49.7 days).
+        let ms = ms.min(i32::MAX as u32);
         if ms > 0 {
             self.mute.set(ms);
         }
-        ms.min(i32::MAX as u32) as i32
+        ms as i32
     }
 
     /// Whether any client quota was ever stored (`Shared::client_quotas_set`):

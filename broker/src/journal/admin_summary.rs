@@ -1,6 +1,8 @@
 //! Journal summaries of the admin APIs that change logs: DeleteRecords (the offsets asked
 //! for, and each partition's answer).
 
+use std::collections::HashMap;
+
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 use serde::{Deserialize, Serialize};
 
@@ -62,20 +64,31 @@ pub(super) fn summarize(request: &RequestKind) -> Option<RequestSummary> {
 }
 
 /// Fills the answered fields of a log admin API summary from its response. Kafka answers a
-/// partition named twice once, so answers are matched by topic and partition.
+/// partition named twice once, so answers are matched by topic and partition, through one index
+/// of the response (this runs in `Journal::finish` under the journal lock: linear, not one scan
+/// of the summary per answered partition).
 pub(super) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
     if let (RequestSummary::DeleteRecords(s), ResponseKind::DeleteRecords(r)) = (summary, response)
     {
-        for t in &r.topics {
-            for a in &t.partitions {
-                for p in s
-                    .partitions
-                    .iter_mut()
-                    .filter(|p| p.topic == t.name.0.as_str() && p.partition == a.partition_index)
-                {
-                    p.error_code = Some(a.error_code);
-                    p.low_watermark = (a.error_code == 0).then_some(a.low_watermark);
-                }
+        // Should a response answer a partition twice, the last answer wins, as before.
+        let answers: HashMap<(&str, i32), (i16, i64)> = r
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|a| {
+                    (
+                        (t.name.0.as_str(), a.partition_index),
+                        (a.error_code, a.low_watermark),
+                    )
+                })
+            })
+            .collect();
+        for p in &mut s.partitions {
+            if let Some(&(error_code, low_watermark)) =
+                answers.get(&(p.topic.as_str(), p.partition))
+            {
+                p.error_code = Some(error_code);
+                p.low_watermark = (error_code == 0).then_some(low_watermark);
             }
         }
     }
@@ -93,4 +106,92 @@ pub(super) fn error_codes(response: &ResponseKind) -> Option<Vec<i16>> {
             .map(|p| p.error_code)
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use kafka_protocol::messages::delete_records_response::{
+        DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+    };
+    use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
+    use super::*;
+
+    fn topic_name(name: &str) -> TopicName {
+        TopicName(StrBytes::from_string(name.to_owned()))
+    }
+
+    #[test]
+    fn every_kept_partition_of_a_large_delete_records_gets_its_own_answer() {
+        // Two topics of 60,000 partitions each; the summary keeps MAX_SUMMARY_ITEMS of them.
+        const PARTITIONS: i32 = 60_000;
+        let topics = ["a", "b"];
+        let request = DeleteRecordsRequest::default().with_topics(
+            topics
+                .iter()
+                .map(|t| {
+                    DeleteRecordsTopic::default()
+                        .with_name(topic_name(t))
+                        .with_partitions(
+                            (0..PARTITIONS)
+                                .map(|p| {
+                                    DeleteRecordsPartition::default()
+                                        .with_partition_index(p)
+                                        .with_offset(i64::from(p))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
+        let mut summary = summarize(&RequestKind::DeleteRecords(request)).expect("a summary");
+        // Answered in reverse order; odd partitions refused, even ones at low watermark 2p.
+        let response = DeleteRecordsResponse::default().with_topics(
+            topics
+                .iter()
+                .rev()
+                .map(|t| {
+                    DeleteRecordsTopicResult::default()
+                        .with_name(topic_name(t))
+                        .with_partitions(
+                            (0..PARTITIONS)
+                                .rev()
+                                .map(|p| {
+                                    DeleteRecordsPartitionResult::default()
+                                        .with_partition_index(p)
+                                        .with_error_code(if p % 2 == 1 { 3 } else { 0 })
+                                        .with_low_watermark(2 * i64::from(p))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
+        complete(&mut summary, &ResponseKind::DeleteRecords(response));
+        let RequestSummary::DeleteRecords(s) = summary else {
+            panic!("not a DeleteRecords summary: {summary:?}");
+        };
+        let expected: Vec<DeletedRecords> = topics
+            .iter()
+            .flat_map(|t| {
+                (0..PARTITIONS).map(move |p| DeletedRecords {
+                    topic: (*t).to_owned(),
+                    partition: p,
+                    offset: i64::from(p),
+                    error_code: Some(if p % 2 == 1 { 3 } else { 0 }),
+                    low_watermark: (p % 2 == 0).then_some(2 * i64::from(p)),
+                })
+            })
+            .take(MAX_SUMMARY_ITEMS)
+            .collect();
+        assert_eq!(s.partitions, expected);
+        assert_eq!(
+            s.dropped_partitions,
+            2 * PARTITIONS as u64 - MAX_SUMMARY_ITEMS as u64
+        );
+    }
 }

@@ -89,7 +89,7 @@ pub(crate) struct Upstream {
     /// What the upstream's Metadata answers said, rewritten: the last answer's brokers and
     /// cluster, and every topic an answer listed (the last word on each), for the answers a
     /// fault's `error` gives ([`answers::metadata_error`]).
-    metadata: Mutex<MetadataResponse>,
+    metadata: Mutex<answers::KnownMetadata>,
     /// The cluster's shutdown, which stops the late listeners too.
     shutdown: CancellationToken,
 }
@@ -134,38 +134,19 @@ impl Upstream {
             host,
             routes: Mutex::new(routes),
             late: Mutex::new(Vec::new()),
-            metadata: Mutex::new(MetadataResponse::default().with_brokers(listed)),
+            metadata: Mutex::new(answers::KnownMetadata::with_brokers(listed)),
             shutdown,
         }
     }
 
-    fn metadata(&self) -> std::sync::MutexGuard<'_, MetadataResponse> {
+    fn metadata(&self) -> std::sync::MutexGuard<'_, answers::KnownMetadata> {
         self.metadata.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes note of an upstream Metadata `answer` (already rewritten): its brokers and
-    /// cluster replace the last ones; each topic it lists replaces what was known of it, and
-    /// one it answers UNKNOWN_TOPIC_OR_PARTITION is forgotten.
+    /// Takes note of an upstream Metadata `answer` (already rewritten):
+    /// [`answers::KnownMetadata::remember`].
     pub(crate) fn remember_metadata(&self, answer: &MetadataResponse) {
-        const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-        let mut known = self.metadata();
-        known.brokers.clone_from(&answer.brokers);
-        known.cluster_id.clone_from(&answer.cluster_id);
-        known.controller_id = answer.controller_id;
-        known.cluster_authorized_operations = answer.cluster_authorized_operations;
-        for topic in &answer.topics {
-            // The same topic: by name, or by id for an answer that names none.
-            let same = |k: &kafka_protocol::messages::metadata_response::MetadataResponseTopic| {
-                match &topic.name {
-                    Some(_) => k.name == topic.name,
-                    None => !topic.topic_id.is_nil() && k.topic_id == topic.topic_id,
-                }
-            };
-            known.topics.retain(|k| !same(k));
-            if topic.error_code != UNKNOWN_TOPIC_OR_PARTITION {
-                known.topics.push(topic.clone());
-            }
-        }
+        self.metadata().remember(answer);
     }
 
     /// The answer an `error(code)` fault gives a Metadata `request` at `version`, from what

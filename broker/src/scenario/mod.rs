@@ -20,7 +20,8 @@
 //! journal_max_bytes: 536870912 # estimated heap bytes kept (default 512 MiB)
 //! max_stored_bytes: 1073741824  # cap on record bytes stored in all partitions; past it
 //!                           # Produce gets KAFKA_STORAGE_ERROR (default no cap)
-//! retention_check_interval: 5m # Kafka's log.retention.check.interval.ms (default 5m)
+//! retention_check_interval: 5m # Kafka's log.retention.check.interval.ms (default 5m,
+//!                           # at least 100ms: a shorter one fails the start)
 //! consumer_groups:          # KIP-848 groups (group.protocol=consumer), Kafka's broker configs
 //!   session_timeout: 45s    # group.consumer.session.timeout.ms (default 45s)
 //!   heartbeat_interval: 5s  # group.consumer.heartbeat.interval.ms (default 5s)
@@ -131,7 +132,8 @@ pub struct Scenario {
     /// The cap on bytes of record batches stored in all partitions together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_stored_bytes: Option<u64>,
-    /// How often every partition's retention is checked.
+    /// How often every partition's retention is checked; at least 100 ms (a shorter one makes
+    /// the start fail, [`crate::MIN_RETENTION_CHECK_INTERVAL`]).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",

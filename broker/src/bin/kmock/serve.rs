@@ -44,8 +44,8 @@ pub(crate) struct Serve {
     /// How often retention (`retention.ms`, `retention.bytes`) is checked on every partition
     /// (`30s`, `500ms`; Kafka's log.retention.check.interval.ms). `retention.bytes` is also
     /// checked after every append. Overrides a scenario's `retention_check_interval`. Default
-    /// 5m, as Kafka.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// 5m, as Kafka; at least 100ms (each check walks every partition under the state lock).
+    #[arg(long, value_name = "DURATION", value_parser = parse_retention_check_interval)]
     retention_check_interval: Option<std::time::Duration>,
     #[command(flatten)]
     groups: GroupFlags,
@@ -149,6 +149,19 @@ fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
         .with_context(|| format!("{s:?} is not a duration such as 10m or 30s"))?;
     if d.is_zero() {
         bail!("a duration of zero would close every connection at once");
+    }
+    Ok(d)
+}
+
+/// A `--retention-check-interval` value: a duration of at least
+/// [`kmock::MIN_RETENTION_CHECK_INTERVAL`].
+fn parse_retention_check_interval(s: &str) -> anyhow::Result<std::time::Duration> {
+    let d = parse_duration(s)?;
+    if d < kmock::MIN_RETENTION_CHECK_INTERVAL {
+        bail!(
+            "{s} is below the floor of {:?}: each check walks every partition under the state lock",
+            kmock::MIN_RETENTION_CHECK_INTERVAL
+        );
     }
     Ok(d)
 }
