@@ -100,11 +100,13 @@ impl ClientQuotas {
     ) -> Vec<(Entity, Result<(), Refusal>)> {
         let mut results: Vec<(Entity, Result<(), Refusal>)> = Vec::new();
         let mut changes: Vec<(Entity, String, Option<f64>)> = Vec::new();
+        // Where each entity's result is: a lookup per entry, not a scan of the results.
+        let mut index: BTreeMap<&Entity, usize> = BTreeMap::new();
         for alteration in alterations {
             let entity = &alteration.entity;
             let mut keys = BTreeSet::new();
             let duplicate_key = alteration.ops.iter().any(|(k, _)| !keys.insert(k.as_str()));
-            let at = results.iter().position(|(e, _)| e == entity);
+            let at = index.get(entity).copied();
             if duplicate_key || at.is_some() {
                 let refused = Err((
                     ResponseError::InvalidRequest,
@@ -112,13 +114,17 @@ impl ClientQuotas {
                 ));
                 match at {
                     Some(i) => results[i].1 = refused,
-                    None => results.push((entity.clone(), refused)),
+                    None => {
+                        index.insert(entity, results.len());
+                        results.push((entity.clone(), refused));
+                    }
                 }
                 continue;
             }
             let result = self.check(entity, &alteration.ops).map(|set| {
                 changes.extend(set.into_iter().map(|(k, v)| (entity.clone(), k, v)));
             });
+            index.insert(entity, results.len());
             results.push((entity.clone(), result));
         }
         if !validate_only {
