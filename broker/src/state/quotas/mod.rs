@@ -84,6 +84,8 @@ pub struct ClientQuotas {
     entities: BTreeMap<Entity, Values>,
     /// Byte rates measured, per broker, quota kind and metric key ([`rate`]).
     pub(crate) rates: HashMap<rate::SensorKey, rate::SampledRate>,
+    /// When the rates were last swept of expired entries (ms on kmock's clock).
+    rates_swept_ms: Option<u64>,
 }
 
 impl ClientQuotas {

@@ -224,3 +224,36 @@ fn throttle_time_brings_the_rate_back_to_the_quota() {
     assert_eq!(record(&mut quotas, 1_000, 11_000), 0);
     assert_eq!(quotas.max_fetch_bytes(ANONYMOUS, "c"), None);
 }
+
+#[test]
+fn rates_whose_samples_all_left_the_window_are_dropped() {
+    let mut quotas = ClientQuotas::default();
+    // The default client id's quota is measured per client id: each one has a rate.
+    let default_client = entity(&[(CLIENT_ID, None)]);
+    quotas.alter(&[set(&default_client, PRODUCER_BYTE_RATE, 1_000.0)], false);
+    let mut record =
+        |id: &str, bytes, at| quotas.record(1, Throttle::Produce, ANONYMOUS, id, bytes, at);
+    for i in 0..100 {
+        assert_eq!(record(&format!("c{i}"), 10, 0), 0);
+    }
+    // Still in the window at 5 s.
+    assert_eq!(record("live", 10_000, 5_000), 0);
+    assert_eq!(quotas.rates.len(), 101);
+    // At 11 s the first 100 have no sample left in the window (11 × 1 s): a new client id
+    // sweeps them; the one recorded at 5 s stays, with its bytes.
+    assert_eq!(
+        quotas.record(1, Throttle::Produce, ANONYMOUS, "new", 10, 11_000),
+        0
+    );
+    assert_eq!(quotas.rates.len(), 2);
+    // 20,000 bytes over 11 s (window from 5 s to 16 s) is above 1,000 B/s: the kept rate
+    // still throttles.
+    assert!(quotas.record(1, Throttle::Produce, ANONYMOUS, "live", 10_000, 11_000) > 0);
+    // A dropped client id starts again from nothing, as a new one does.
+    assert_eq!(
+        quotas.record(1, Throttle::Produce, ANONYMOUS, "c0", 10_000, 11_000),
+        0
+    );
+    // The rates kept: live, new and c0.
+    assert_eq!(quotas.rates.len(), 3);
+}
