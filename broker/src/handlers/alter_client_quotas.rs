@@ -100,11 +100,11 @@ pub async fn handle(
             .client_quotas_set
             .store(true, std::sync::atomic::Ordering::Release);
     }
-    let results = ctx
-        .shared
-        .state()
-        .client_quotas
-        .alter(&alterations, request.validate_only, &resolved);
+    let results =
+        ctx.shared
+            .state()
+            .client_quotas
+            .alter(&alterations, request.validate_only, &resolved);
     let entries = results
         .into_iter()
         .map(|(entity, result)| {

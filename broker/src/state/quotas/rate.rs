@@ -140,7 +140,10 @@ impl ClientQuotas {
     /// throttle time.
     pub(crate) fn sweep_rates(&mut self, now_ms: u64) {
         let window = QUOTA_WINDOW_SAMPLES as u64 * QUOTA_WINDOW_MS;
-        if self.rates_swept_ms.is_some_and(|at| now_ms.saturating_sub(at) < window) {
+        if self
+            .rates_swept_ms
+            .is_some_and(|at| now_ms.saturating_sub(at) < window)
+        {
             return;
         }
         self.rates_swept_ms = Some(now_ms);

@@ -68,7 +68,11 @@ fn alter_refuses_what_kafkas_controller_refuses() {
         assert_eq!(refusal(&results[0].1), Some(message), "{alteration:?}");
     }
     let both = entity(&[(IP, None), (USER, Some("u"))]);
-    let results = quotas.alter(&[set(&both, "connection_creation_rate", 1.0)], false, &none());
+    let results = quotas.alter(
+        &[set(&both, "connection_creation_rate", 1.0)],
+        false,
+        &none(),
+    );
     assert!(refusal(&results[0].1)
         .unwrap()
         .starts_with("Invalid quota entity combination"));
@@ -173,7 +177,11 @@ fn describe_filters_match_as_kafkas_image_does() {
 fn the_most_specific_quota_applies_and_is_measured_under_its_tags() {
     let mut quotas = ClientQuotas::default();
     let alter = |q: &mut ClientQuotas, pairs: &[(&str, Option<&str>)], v: f64| {
-        let r = q.alter(&[set(&entity(pairs), PRODUCER_BYTE_RATE, v)], false, &none());
+        let r = q.alter(
+            &[set(&entity(pairs), PRODUCER_BYTE_RATE, v)],
+            false,
+            &none(),
+        );
         assert_eq!(r[0].1, Ok(()));
     };
     alter(&mut quotas, &[(CLIENT_ID, None)], 8.0);
@@ -236,7 +244,11 @@ fn rates_whose_samples_all_left_the_window_are_dropped() {
     let mut quotas = ClientQuotas::default();
     // The default client id's quota is measured per client id: each one has a rate.
     let default_client = entity(&[(CLIENT_ID, None)]);
-    quotas.alter(&[set(&default_client, PRODUCER_BYTE_RATE, 1_000.0)], false, &none());
+    quotas.alter(
+        &[set(&default_client, PRODUCER_BYTE_RATE, 1_000.0)],
+        false,
+        &none(),
+    );
     let mut record =
         |id: &str, bytes, at| quotas.record(1, Throttle::Produce, ANONYMOUS, id, bytes, at);
     for i in 0..100 {
