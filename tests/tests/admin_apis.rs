@@ -178,6 +178,9 @@ async fn create_topics_refuses_what_kafka_refuses_and_validate_only_creates_noth
             new_topic(&format!("zero-v{v}"), 0, 1),
             new_topic(&format!("rf4-v{v}"), 1, 4),
             new_topic(&format!("odd-v{v}"), 1, 1).with_configs(vec![config("no.such.config", "1")]),
+            // segment.bytes is an INT in Kafka: one past i32::MAX is refused.
+            new_topic(&format!("seg-v{v}"), 1, 1)
+                .with_configs(vec![config("segment.bytes", "2147483648")]),
         ];
         let (errors, _) = create(&client, v, topics, false).await?;
         let mut expected = vec![
@@ -186,6 +189,7 @@ async fn create_topics_refuses_what_kafka_refuses_and_validate_only_creates_noth
             (format!("zero-v{v}"), err(InvalidPartitions.code())),
             (format!("rf4-v{v}"), err(InvalidReplicationFactor.code())),
             (format!("odd-v{v}"), err(InvalidConfig.code())),
+            (format!("seg-v{v}"), err(InvalidConfig.code())),
         ];
         expected.sort();
         same(

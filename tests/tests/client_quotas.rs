@@ -3,6 +3,8 @@
 //! once with the throttle time, a throttled Fetch with no records, and the connection reads
 //! nothing more from the client until the throttle time has passed (KIP-219's muted channel).
 //! librdkafka producing under a quota is told the throttle time and still delivers everything.
+//! An ip quota names an IP address or a host name that resolves, looked up before the state is
+//! locked.
 
 mod common;
 
@@ -223,4 +225,56 @@ async fn librdkafka_producing_under_a_quota_is_throttled_and_delivers_everything
     same("records the journal saw produced", stored, MESSAGES as i64)?;
     cluster.shutdown().await;
     Ok(())
+}
+
+#[tokio::test]
+async fn an_ip_quota_names_an_address_or_a_host_that_resolves() -> Result<()> {
+    let cluster = Cluster::builder().start().await?;
+    let admin = Client::connect(cluster.brokers()[0].addr).await?;
+    let ip = |name: &str| {
+        EntryData::default()
+            .with_entity(vec![EntityData::default()
+                .with_entity_type(text("ip"))
+                .with_entity_name(Some(text(name)))])
+            .with_ops(vec![OpData::default()
+                .with_key(text("connection_creation_rate"))
+                .with_value(10.0)])
+    };
+    // `localhost` resolves from the hosts file; `.invalid` never resolves (RFC 6761), whether
+    // the resolver answers at once or the lookup timeout ends first.
+    let names = [
+        "localhost",
+        "127.0.0.1",
+        "no-such-host.invalid",
+        "localhost",
+    ];
+    let request = AlterClientQuotasRequest::default()
+        .with_entries(names.iter().map(|name| ip(name)).collect());
+    let answer = admin.send(request, 1).await?;
+    let got: Vec<(i16, Option<String>)> = answer
+        .entries
+        .iter()
+        .map(|e| {
+            (
+                e.error_code,
+                e.error_message.as_ref().map(ToString::to_string),
+            )
+        })
+        .collect();
+    let invalid = kafka_protocol::ResponseError::InvalidRequest.code();
+    same(
+        "AlterClientQuotas ip entities (error, message)",
+        got,
+        vec![
+            (
+                invalid,
+                Some("Ignoring duplicate entity ClientQuotaEntity(entries={ip=localhost})".into()),
+            ),
+            (0, None),
+            (
+                invalid,
+                Some("no-such-host.invalid is not a valid IP or resolvable host.".into()),
+            ),
+        ],
+    )
 }

@@ -15,20 +15,57 @@
 //! Deviations from Apache Kafka: entries are answered in order of first appearance and entity
 //! types in name order, where Kafka answers in hash-map order; `request_percentage`,
 //! `controller_mutation_rate` and `connection_creation_rate` are stored and described but not
-//! enforced; the duplicate-entity message prints a two-type entity in name order.
+//! enforced; the duplicate-entity message prints a two-type entity in name order. The host
+//! names of ip entities are looked up before the state is locked, at most
+//! [`MAX_LOOKUPS`] distinct names per request, together under one [`LOOKUP_TIMEOUT`]: a name
+//! past the cap, or not resolved when the timeout ends, is refused as unresolvable ("… is not
+//! a valid IP or resolvable host."), where Kafka resolves each name in turn
+//! (`InetAddress.getByName`) for as long as the resolver takes.
 
 use kafka_protocol::messages::alter_client_quotas_response::{EntityData, EntryData};
 use kafka_protocol::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse};
 use kafka_protocol::protocol::{Message, VersionRange};
 
+use std::collections::BTreeSet;
+use std::time::Duration;
+
 use super::{str_bytes, Ctx};
-use crate::state::quotas::{Alteration, Entity};
+use crate::state::quotas::{names_to_resolve, Alteration, Entity};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = AlterClientQuotasRequest::VERSIONS;
 
+/// Most distinct ip host names one request has looked up; the others are refused as
+/// unresolvable (a deviation: Kafka looks up every one).
+pub const MAX_LOOKUPS: usize = 64;
+
+/// How long one request's host name lookups may take together; a name not resolved by then is
+/// refused as unresolvable (a deviation: Kafka waits for the resolver).
+pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The names among `names` (the first [`MAX_LOOKUPS`]) that resolve to an address within
+/// [`LOOKUP_TIMEOUT`], looked up concurrently on tokio's resolver, no lock held.
+async fn resolve(names: BTreeSet<String>) -> BTreeSet<String> {
+    let lookups = names.into_iter().take(MAX_LOOKUPS).map(|name| async move {
+        let found = tokio::net::lookup_host((name.as_str(), 0))
+            .await
+            .is_ok_and(|mut addrs| addrs.next().is_some());
+        found.then_some(name)
+    });
+    let mut resolved = BTreeSet::new();
+    let mut pending: futures::stream::FuturesUnordered<_> = lookups.collect();
+    // The names resolved when the timeout ends count; the others do not.
+    let _ = tokio::time::timeout(LOOKUP_TIMEOUT, async {
+        while let Some(found) = futures::StreamExt::next(&mut pending).await {
+            resolved.extend(found);
+        }
+    })
+    .await;
+    resolved
+}
+
 /// Applies (or, `validate_only`, checks) each entity's alterations.
-pub fn handle(
+pub async fn handle(
     ctx: &Ctx<'_>,
     request: AlterClientQuotasRequest,
     _version: i16,
@@ -55,17 +92,19 @@ pub fn handle(
                 .collect(),
         })
         .collect();
+    // Before the lock: a slow resolver must not hold up every other client.
+    let resolved = resolve(names_to_resolve(&alterations)).await;
     if !request.validate_only && !alterations.is_empty() {
         // Before the change, so no request after it skips the quotas.
         ctx.shared
             .client_quotas_set
             .store(true, std::sync::atomic::Ordering::Release);
     }
-    let results = ctx
-        .shared
-        .state()
-        .client_quotas
-        .alter(&alterations, request.validate_only);
+    let results =
+        ctx.shared
+            .state()
+            .client_quotas
+            .alter(&alterations, request.validate_only, &resolved);
     let entries = results
         .into_iter()
         .map(|(entity, result)| {

@@ -24,7 +24,10 @@
 //! (`replica_id` ≥ 0) are answered as consumer fetches; `last_fetched_epoch` is not checked
 //! (no diverging epochs are reported); a long poll on a topic deleted meanwhile waits out
 //! `max_wait_ms`. `request_percentage` quotas are not enforced; a muted connection reads
-//! ahead and journals what arrives meanwhile, handling it after the throttle time.
+//! ahead and journals what arrives meanwhile, handling it after the throttle time. Below v8
+//! (before KIP-219, Kafka's `FetchResponse.shouldClientThrottle`) a throttled fetch is
+//! answered at once and the connection then muted, where Kafka holds the answer back for the
+//! throttle time.
 
 use std::time::Duration;
 

@@ -392,7 +392,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
             ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(ctx, r, v))
         }
         RequestKind::AlterClientQuotas(r) => {
-            ResponseKind::AlterClientQuotas(alter_client_quotas::handle(ctx, r, v))
+            ResponseKind::AlterClientQuotas(alter_client_quotas::handle(ctx, r, v).await)
         }
         RequestKind::ListConfigResources(r) => {
             ResponseKind::ListConfigResources(list_config_resources::handle(ctx, r, v))

@@ -27,6 +27,11 @@
 //!
 //! `cleanup.policy=compact` alone deletes nothing by retention, as Kafka; compaction itself is
 //! not done (a compacted topic keeps every record).
+//!
+//! Deviation from Apache Kafka: the cluster-wide broker configs `log.retention.ms` and
+//! `log.retention.bytes` (AlterConfigs or IncrementalAlterConfigs on a broker resource) are
+//! stored but not applied: a topic without its own `retention.ms` / `retention.bytes`
+//! keeps Kafka's defaults (7 days, unlimited), where Kafka makes them the topics' defaults.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -53,7 +53,10 @@
 //! A quota counts the request's body as encoded and a header estimated from its client id,
 //! where Kafka counts the bytes read; `request_percentage` is not enforced. While a connection
 //! is muted kmock still reads ahead what the client sends (journaled on arrival) and handles
-//! it after the throttle time, where Kafka leaves it unread in the socket.
+//! it after the throttle time, where Kafka leaves it unread in the socket. Below v6 (before
+//! KIP-219, Kafka's `ProduceResponse.shouldClientThrottle`) a throttled request is answered
+//! at once and the connection then muted, where Kafka holds the answer back for the throttle
+//! time.
 
 mod append;
 mod inspect;

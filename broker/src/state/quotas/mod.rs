@@ -84,6 +84,8 @@ pub struct ClientQuotas {
     entities: BTreeMap<Entity, Values>,
     /// Byte rates measured, per broker, quota kind and metric key ([`rate`]).
     pub(crate) rates: HashMap<rate::SensorKey, rate::SampledRate>,
+    /// When the rates were last swept of expired entries (ms on kmock's clock).
+    rates_swept_ms: Option<u64>,
 }
 
 impl ClientQuotas {
@@ -92,19 +94,24 @@ impl ClientQuotas {
     /// of first appearance. An entity named again, or with a key given twice, is answered
     /// INVALID_REQUEST "Ignoring duplicate entity …" (Kafka overwrites its first result) while
     /// what its first valid alteration set stays applied, as Kafka's controller keeps the
-    /// records it already generated.
+    /// records it already generated. An ip entity's name must be an IP address or one of
+    /// `resolved`, the host names the caller resolved beforehand (Kafka's
+    /// `InetAddress.getByName`; resolving is slow, so it is not done under the state lock).
     pub fn alter(
         &mut self,
         alterations: &[Alteration],
         validate_only: bool,
+        resolved: &BTreeSet<String>,
     ) -> Vec<(Entity, Result<(), Refusal>)> {
         let mut results: Vec<(Entity, Result<(), Refusal>)> = Vec::new();
         let mut changes: Vec<(Entity, String, Option<f64>)> = Vec::new();
+        // Where each entity's result is: a lookup per entry, not a scan of the results.
+        let mut index: BTreeMap<&Entity, usize> = BTreeMap::new();
         for alteration in alterations {
             let entity = &alteration.entity;
             let mut keys = BTreeSet::new();
             let duplicate_key = alteration.ops.iter().any(|(k, _)| !keys.insert(k.as_str()));
-            let at = results.iter().position(|(e, _)| e == entity);
+            let at = index.get(entity).copied();
             if duplicate_key || at.is_some() {
                 let refused = Err((
                     ResponseError::InvalidRequest,
@@ -112,13 +119,17 @@ impl ClientQuotas {
                 ));
                 match at {
                     Some(i) => results[i].1 = refused,
-                    None => results.push((entity.clone(), refused)),
+                    None => {
+                        index.insert(entity, results.len());
+                        results.push((entity.clone(), refused));
+                    }
                 }
                 continue;
             }
-            let result = self.check(entity, &alteration.ops).map(|set| {
+            let result = self.check(entity, &alteration.ops, resolved).map(|set| {
                 changes.extend(set.into_iter().map(|(k, v)| (entity.clone(), k, v)));
             });
+            index.insert(entity, results.len());
             results.push((entity.clone(), result));
         }
         if !validate_only {
@@ -135,6 +146,7 @@ impl ClientQuotas {
         &self,
         entity: &Entity,
         ops: &[(String, Option<f64>)],
+        resolved: &BTreeSet<String>,
     ) -> Result<Vec<(String, Option<f64>)>, Refusal> {
         let invalid = |m: String| Err((ResponseError::InvalidRequest, m));
         if entity.is_empty() {
@@ -156,7 +168,10 @@ impl ClientQuotas {
                         .into(),
                 );
             }
-            if ip.as_deref().is_some_and(|ip| !resolvable(ip)) {
+            if ip
+                .as_deref()
+                .is_some_and(|ip| !is_ip_literal(ip) && !resolved.contains(ip))
+            {
                 return invalid(format!(
                     "{} is not a valid IP or resolvable host.",
                     ip.as_deref().unwrap_or_default()
@@ -364,14 +379,19 @@ fn validate_value(keys: &[(&str, KeyType)], key: &str, value: f64) -> Result<(),
     }
 }
 
-/// Whether `ip` is an IP address or a host name that resolves (Kafka's
-/// `InetAddress.getByName`).
-fn resolvable(ip: &str) -> bool {
-    use std::net::ToSocketAddrs;
+/// Whether `ip` is an IP address, which needs no lookup.
+pub fn is_ip_literal(ip: &str) -> bool {
     ip.parse::<std::net::IpAddr>().is_ok()
-        || (ip, 0)
-            .to_socket_addrs()
-            .is_ok_and(|mut addrs| addrs.next().is_some())
+}
+
+/// The host names among the ip entities of `alterations` that need a lookup: distinct, in
+/// name order, neither IP addresses nor empty (an empty name is refused before any lookup).
+pub fn names_to_resolve(alterations: &[Alteration]) -> BTreeSet<String> {
+    alterations
+        .iter()
+        .filter_map(|a| a.entity.get(IP).cloned().flatten())
+        .filter(|name| !name.is_empty() && !is_ip_literal(name))
+        .collect()
 }
 
 #[cfg(test)]

@@ -86,6 +86,15 @@ impl SampledRate {
         elapsed.max(1)
     }
 
+    /// Whether every sample has left the window at `now_ms`: the rate is then the same as a
+    /// new one's, so the entry can go.
+    fn expired(&self, now_ms: u64) -> bool {
+        let expire = QUOTA_WINDOW_SAMPLES as u64 * QUOTA_WINDOW_MS;
+        self.samples
+            .iter()
+            .all(|s| now_ms.saturating_sub(s.start_ms) >= expire)
+    }
+
     /// Bytes per second over the window.
     fn rate(&self, now_ms: u64) -> f64 {
         let total: f64 = self.samples.iter().map(|s| s.value).sum();
@@ -110,7 +119,11 @@ impl ClientQuotas {
         let Some((quota, metric)) = self.quota_for(kind.key(), user, client_id) else {
             return 0;
         };
-        let rate = self.rates.entry((node_id, kind, metric)).or_default();
+        let key = (node_id, kind, metric);
+        if !self.rates.contains_key(&key) {
+            self.sweep_rates(now_ms);
+        }
+        let rate = self.rates.entry(key).or_default();
         rate.record(bytes as f64, now_ms);
         let measured = rate.rate(now_ms);
         if measured <= quota {
@@ -118,6 +131,23 @@ impl ClientQuotas {
         }
         let throttle = (measured - quota) / quota * rate.window_ms(now_ms) as f64;
         throttle.round().min(f64::from(u32::MAX)) as u32
+    }
+
+    /// Drops the rates whose samples have all left the window, at most once a window (11 s),
+    /// so a client that changes its client id on every request does not grow the map forever.
+    /// Kafka expires a quota sensor after an hour without activity; a rate with no sample in
+    /// its window measures 0 exactly as a new one does, so dropping it sooner changes no
+    /// throttle time.
+    pub(crate) fn sweep_rates(&mut self, now_ms: u64) {
+        let window = QUOTA_WINDOW_SAMPLES as u64 * QUOTA_WINDOW_MS;
+        if self
+            .rates_swept_ms
+            .is_some_and(|at| now_ms.saturating_sub(at) < window)
+        {
+            return;
+        }
+        self.rates_swept_ms = Some(now_ms);
+        self.rates.retain(|_, rate| !rate.expired(now_ms));
     }
 
     /// Takes back `bytes` recorded by [`Self::record`] (a throttled Fetch answers no records,

@@ -14,6 +14,11 @@ fn set(e: &Entity, key: &str, value: f64) -> Alteration {
     }
 }
 
+/// No host name resolved.
+fn none() -> BTreeSet<String> {
+    BTreeSet::new()
+}
+
 fn refusal(result: &Result<(), Refusal>) -> Option<&str> {
     result.as_ref().err().map(|(_, m)| m.as_str())
 }
@@ -58,12 +63,16 @@ fn alter_refuses_what_kafkas_controller_refuses() {
         ),
     ];
     for (alteration, message) in cases {
-        let results = quotas.alter(std::slice::from_ref(&alteration), false);
+        let results = quotas.alter(std::slice::from_ref(&alteration), false, &none());
         assert_eq!(results.len(), 1, "{alteration:?}");
         assert_eq!(refusal(&results[0].1), Some(message), "{alteration:?}");
     }
     let both = entity(&[(IP, None), (USER, Some("u"))]);
-    let results = quotas.alter(&[set(&both, "connection_creation_rate", 1.0)], false);
+    let results = quotas.alter(
+        &[set(&both, "connection_creation_rate", 1.0)],
+        false,
+        &none(),
+    );
     assert!(refusal(&results[0].1)
         .unwrap()
         .starts_with("Invalid quota entity combination"));
@@ -77,7 +86,7 @@ fn alter_refuses_what_kafkas_controller_refuses() {
 fn validate_only_stores_nothing_and_a_duplicate_entity_is_refused() {
     let mut quotas = ClientQuotas::default();
     let client = entity(&[(CLIENT_ID, Some("c"))]);
-    let results = quotas.alter(&[set(&client, PRODUCER_BYTE_RATE, 100.0)], true);
+    let results = quotas.alter(&[set(&client, PRODUCER_BYTE_RATE, 100.0)], true, &none());
     assert_eq!(results[0].1, Ok(()));
     assert!(quotas.describe(&[], false).unwrap().is_empty());
     let results = quotas.alter(
@@ -86,6 +95,7 @@ fn validate_only_stores_nothing_and_a_duplicate_entity_is_refused() {
             set(&client, CONSUMER_BYTE_RATE, 5.0),
         ],
         false,
+        &none(),
     );
     assert_eq!(results.len(), 1);
     assert_eq!(
@@ -105,7 +115,7 @@ fn validate_only_stores_nothing_and_a_duplicate_entity_is_refused() {
             (CONSUMER_BYTE_RATE.into(), None),
         ],
     };
-    assert_eq!(quotas.alter(&[remove], false)[0].1, Ok(()));
+    assert_eq!(quotas.alter(&[remove], false, &none())[0].1, Ok(()));
     assert!(quotas.describe(&[], false).unwrap().is_empty());
 }
 
@@ -123,7 +133,7 @@ fn describe_filters_match_as_kafkas_image_does() {
         .map(|e| set(e, "request_percentage", 50.0))
         .collect();
     assert!(quotas
-        .alter(&alterations, false)
+        .alter(&alterations, false, &none())
         .iter()
         .all(|(_, r)| r.is_ok()));
     let count = |filter: &[(&str, i8, Option<&str>)], strict: bool| {
@@ -167,7 +177,11 @@ fn describe_filters_match_as_kafkas_image_does() {
 fn the_most_specific_quota_applies_and_is_measured_under_its_tags() {
     let mut quotas = ClientQuotas::default();
     let alter = |q: &mut ClientQuotas, pairs: &[(&str, Option<&str>)], v: f64| {
-        let r = q.alter(&[set(&entity(pairs), PRODUCER_BYTE_RATE, v)], false);
+        let r = q.alter(
+            &[set(&entity(pairs), PRODUCER_BYTE_RATE, v)],
+            false,
+            &none(),
+        );
         assert_eq!(r[0].1, Ok(()));
     };
     alter(&mut quotas, &[(CLIENT_ID, None)], 8.0);
@@ -202,7 +216,7 @@ fn the_most_specific_quota_applies_and_is_measured_under_its_tags() {
 fn throttle_time_brings_the_rate_back_to_the_quota() {
     let mut quotas = ClientQuotas::default();
     let client = entity(&[(CLIENT_ID, Some("c"))]);
-    quotas.alter(&[set(&client, PRODUCER_BYTE_RATE, 1_000.0)], false);
+    quotas.alter(&[set(&client, PRODUCER_BYTE_RATE, 1_000.0)], false, &none());
     let record =
         |q: &mut ClientQuotas, bytes, at| q.record(1, Throttle::Produce, ANONYMOUS, "c", bytes, at);
     // 10 s of window from the start (10 full samples assumed, Kafka's `Rate.windowSize`):
@@ -223,4 +237,73 @@ fn throttle_time_brings_the_rate_back_to_the_quota() {
     // Once the window has passed the samples, the rate is back to nothing.
     assert_eq!(record(&mut quotas, 1_000, 11_000), 0);
     assert_eq!(quotas.max_fetch_bytes(ANONYMOUS, "c"), None);
+}
+
+#[test]
+fn rates_whose_samples_all_left_the_window_are_dropped() {
+    let mut quotas = ClientQuotas::default();
+    // The default client id's quota is measured per client id: each one has a rate.
+    let default_client = entity(&[(CLIENT_ID, None)]);
+    quotas.alter(
+        &[set(&default_client, PRODUCER_BYTE_RATE, 1_000.0)],
+        false,
+        &none(),
+    );
+    let mut record =
+        |id: &str, bytes, at| quotas.record(1, Throttle::Produce, ANONYMOUS, id, bytes, at);
+    for i in 0..100 {
+        assert_eq!(record(&format!("c{i}"), 10, 0), 0);
+    }
+    // Still in the window at 5 s.
+    assert_eq!(record("live", 10_000, 5_000), 0);
+    assert_eq!(quotas.rates.len(), 101);
+    // At 11 s the first 100 have no sample left in the window (11 × 1 s): a new client id
+    // sweeps them; the one recorded at 5 s stays, with its bytes.
+    assert_eq!(
+        quotas.record(1, Throttle::Produce, ANONYMOUS, "new", 10, 11_000),
+        0
+    );
+    assert_eq!(quotas.rates.len(), 2);
+    // 20,000 bytes over 11 s (window from 5 s to 16 s) is above 1,000 B/s: the kept rate
+    // still throttles.
+    assert!(quotas.record(1, Throttle::Produce, ANONYMOUS, "live", 10_000, 11_000) > 0);
+    // A dropped client id starts again from nothing, as a new one does.
+    assert_eq!(
+        quotas.record(1, Throttle::Produce, ANONYMOUS, "c0", 10_000, 11_000),
+        0
+    );
+    // The rates kept: live, new and c0.
+    assert_eq!(quotas.rates.len(), 3);
+}
+
+#[test]
+fn an_ip_entity_names_an_address_or_a_name_resolved_beforehand() {
+    let mut quotas = ClientQuotas::default();
+    let rate = "connection_creation_rate";
+    let literal = entity(&[(IP, Some("::1"))]);
+    let named = entity(&[(IP, Some("broker.example"))]);
+    let unknown = entity(&[(IP, Some("nowhere.example"))]);
+    let alterations = [
+        set(&literal, rate, 5.0),
+        set(&named, rate, 5.0),
+        set(&unknown, rate, 5.0),
+        set(&entity(&[(IP, None)]), rate, 5.0),
+        set(&entity(&[(IP, Some(""))]), rate, 5.0),
+    ];
+    // Only host names are looked up, each once.
+    let names: Vec<String> = names_to_resolve(&alterations).into_iter().collect();
+    assert_eq!(names, ["broker.example", "nowhere.example"]);
+    let resolved = BTreeSet::from(["broker.example".to_owned()]);
+    let results = quotas.alter(&alterations, false, &resolved);
+    let refusals: Vec<Option<&str>> = results.iter().map(|(_, r)| refusal(r)).collect();
+    assert_eq!(
+        refusals,
+        [
+            None,
+            None,
+            Some("nowhere.example is not a valid IP or resolvable host."),
+            None,
+            Some("Empty ip not supported"),
+        ]
+    );
 }
