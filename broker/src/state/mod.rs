@@ -14,6 +14,7 @@ pub mod producer_state;
 pub mod producers;
 pub mod quotas;
 pub mod segments;
+pub mod topic_configs;
 pub mod topics;
 pub mod txn;
 

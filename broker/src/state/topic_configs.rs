@@ -1,0 +1,139 @@
+//! Topic configs: the ones kmock knows with Kafka's defaults, their checks (Kafka's
+//! `LogConfig` definitions), and what Produce and retention read of them, parsed once.
+
+use std::collections::BTreeMap;
+
+use super::segments::LogPolicy;
+
+/// Topic configs kmock knows, with Kafka's defaults. Creating a topic with any other config name
+/// is refused with INVALID_CONFIG, as Kafka refuses unknown topic configs.
+pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
+    ("cleanup.policy", "delete"),
+    ("compression.type", "producer"),
+    ("max.message.bytes", "1048588"),
+    // One hour: Kafka 4.4 describes this default (source DEFAULT_CONFIG); 3.x had Long.MAX_VALUE
+    // (conformance case `describe_configs_every_topic_config`).
+    ("message.timestamp.after.max.ms", "3600000"),
+    ("message.timestamp.before.max.ms", "9223372036854775807"),
+    ("message.timestamp.type", "CreateTime"),
+    ("min.insync.replicas", "1"),
+    ("retention.bytes", "-1"),
+    ("retention.ms", "604800000"),
+    ("segment.bytes", "1073741824"),
+    ("segment.ms", "604800000"),
+];
+
+/// Checks topic configs given at creation: known names, values of the right type and range
+/// (Kafka's `LogConfig` definitions).
+///
+/// # Errors
+/// A sentence naming the unknown config or bad value (answered as INVALID_CONFIG).
+pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String> {
+    for (name, value) in configs {
+        let at_least = |min: i64| -> Result<(), String> {
+            match value.trim().parse::<i64>() {
+                Ok(n) if n >= min => Ok(()),
+                _ => Err(format!(
+                    "{name} must be an integer of at least {min}, not {value:?}"
+                )),
+            }
+        };
+        let one_of = |allowed: &[&str]| -> Result<(), String> {
+            if allowed.contains(&value.as_str()) {
+                Ok(())
+            } else {
+                Err(format!("{name} must be one of {allowed:?}, not {value:?}"))
+            }
+        };
+        match name.as_str() {
+            // A list of `delete` and `compact` (Kafka's `ValidList`): the whole value may be
+            // empty, an item may not (`delete,`, `,delete` and `delete,,compact` are refused,
+            // as Kafka 4.4.0 refuses them: its LIST parse keeps trailing empty items).
+            "cleanup.policy" if value.trim().is_empty() => Ok(()),
+            "cleanup.policy" => match value
+                .split(',')
+                .map(str::trim)
+                .find(|p| !matches!(*p, "delete" | "compact"))
+            {
+                None => Ok(()),
+                Some(p) => Err(format!(
+                    "{name} is a list of \"delete\" and \"compact\", not {p:?}"
+                )),
+            },
+            "compression.type" => {
+                one_of(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"])
+            }
+            "message.timestamp.type" => one_of(&["CreateTime", "LogAppendTime"]),
+            "max.message.bytes" => at_least(0),
+            "message.timestamp.after.max.ms" | "message.timestamp.before.max.ms" => at_least(0),
+            "min.insync.replicas" => at_least(1),
+            // Kafka's `retention.bytes` has no validator: any long, below -1 included.
+            "retention.bytes" => at_least(i64::MIN),
+            "retention.ms" => at_least(-1),
+            // An INT in Kafka; at least 14 before 4.0, 1 MiB from 4.0 (KIP-1030), which kmock
+            // does not apply: the emulated version does not reach this check.
+            "segment.bytes" => match value.trim().parse::<i32>() {
+                Ok(n) if n >= 14 => Ok(()),
+                _ => Err(format!(
+                    "{name} must be an integer of at least 14 and at most {}, not {value:?}",
+                    i32::MAX
+                )),
+            },
+            "segment.ms" => at_least(1),
+            _ => Err(format!("unknown topic config {name:?}")),
+        }?;
+    }
+    Ok(())
+}
+
+/// The configs every Produce reads, parsed from their strings once, when the topic's configs
+/// are set (at creation and by the config APIs), instead of on every request.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ParsedConfigs {
+    pub(super) max_message_bytes: usize,
+    pub(super) min_insync_replicas: i64,
+    pub(super) compacted: bool,
+    pub(super) deletes: bool,
+    pub(super) log_append_time: bool,
+    pub(super) log_policy: LogPolicy,
+}
+
+impl ParsedConfigs {
+    /// Parses the effective values: each override, else Kafka's default. Values were checked
+    /// by [`validate_configs`] before the topic was created.
+    pub(super) fn parse(configs: &BTreeMap<String, String>) -> Self {
+        let config = |name: &str| effective(configs, name);
+        let number = |name: &str| {
+            config(name)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        Self {
+            max_message_bytes: usize::try_from(number("max.message.bytes")).unwrap_or(0),
+            min_insync_replicas: number("min.insync.replicas"),
+            compacted: config("cleanup.policy")
+                .is_some_and(|p| p.split(',').any(|x| x.trim() == "compact")),
+            deletes: config("cleanup.policy")
+                .is_some_and(|p| p.split(',').any(|x| x.trim() == "delete")),
+            log_append_time: config("message.timestamp.type") == Some("LogAppendTime"),
+            log_policy: LogPolicy {
+                segment_bytes: number("segment.bytes"),
+                segment_ms: number("segment.ms"),
+                retention_bytes: number("retention.bytes"),
+                retention_ms: number("retention.ms"),
+                delete: config("cleanup.policy")
+                    .is_some_and(|p| p.split(',').any(|x| x.trim() == "delete")),
+            },
+        }
+    }
+}
+
+/// The effective value of config `name` among `configs`: the override, else Kafka's default.
+pub(super) fn effective<'a>(configs: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
+    configs.get(name).map(String::as_str).or_else(|| {
+        TOPIC_CONFIG_DEFAULTS
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
+    })
+}
