@@ -1,49 +1,22 @@
-//! Idempotent producers at the edges of sequences and epochs: InitProducerId without a
-//! transactional id at each version, sequences wrapping at 2^31 (a batch ending at
+//! Idempotent producers at the edges of sequences and epochs (InitProducerId without a
+//! transactional id at each version is `ids.rs`' case): sequences wrapping at 2^31 (a batch ending at
 //! `i32::MAX`, one crossing it), a sequence below zero, the highest epoch, and each partition
 //! keeping its own sequence.
 
 use anyhow::Result;
-use kafka_protocol::messages::InitProducerIdRequest;
 use kmock_client::record;
 
 use super::batches::{v2, with_producer};
 use super::produce::{init_producer_id, produce, produce_labelled};
-use super::{answered, case, err, Case, Ctx, Lines};
+use super::{case, Case, Ctx, Lines};
 
 pub const CASES: &[Case] = &[
-    case!(init_producer_id_idempotent_at_each_version),
     case!(produce_idempotent_sequence_wraps_at_the_maximum),
     case!(produce_idempotent_batch_across_the_wrap),
     case!(produce_idempotent_sequence_below_zero),
     case!(produce_idempotent_highest_epoch),
     case!(produce_idempotent_sequences_per_partition),
 ];
-
-async fn init_producer_id_idempotent_at_each_version(cx: Ctx) -> Result<Lines> {
-    let mut lines = Vec::new();
-    for version in 0..=5 {
-        let client = cx.connect().await?;
-        let mut request = InitProducerIdRequest::default()
-            .with_transactional_id(None)
-            .with_transaction_timeout_ms(60_000);
-        if version >= 3 {
-            request = request
-                .with_producer_id((-1).into())
-                .with_producer_epoch(-1);
-        }
-        lines.push(match answered(client.send(request, version).await)? {
-            Some(a) => format!(
-                "v{version}: {} id given {} epoch {}",
-                err(a.error_code),
-                a.producer_id.0 >= 0,
-                a.producer_epoch
-            ),
-            None => format!("v{version}: connection closed"),
-        });
-    }
-    Ok(lines)
-}
 
 /// A client, a topic of `partitions` partitions and an idempotent producer's id and epoch.
 async fn producer(cx: &Ctx, partitions: i32) -> Result<(kmock_client::Client, String, i64, i16)> {

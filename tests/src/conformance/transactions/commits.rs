@@ -5,20 +5,20 @@
 //! InitProducerId aborting a version-1 transaction; DescribeTransactions of several ids;
 //! ListTransactions at each version.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, GroupId,
-    InitProducerIdRequest, ListTransactionsRequest, ProducerId, TxnOffsetCommitRequest,
+    ListTransactionsRequest, ProducerId, TxnOffsetCommitRequest,
 };
 use kmock_client::Client;
 
 use super::super::groups::stable_member;
 use super::super::{answered, case, err, name, text, Case, Ctx, Lines};
-use super::{backoff, end, find_coordinator, init, produce, retriable, settled, txn_id};
+use super::{end, find_coordinator, init, init_answered, produce, settled, txn_id};
 
 pub const CASES: &[Case] = &[
     case!(txn_offset_commit_without_add_offsets),
@@ -299,26 +299,7 @@ async fn txn_v1_init_aborts_an_open_transaction(cx: Ctx) -> Result<Lines> {
         "produce v11: {}",
         produce(&client, &id, (&topic, 0), (pid, epoch), (0, 1), 11).await?
     ));
-    let mut answers = Vec::new();
-    let (new_pid, new_epoch) = loop {
-        let request = InitProducerIdRequest::default()
-            .with_transactional_id(Some(txn_id(&id)))
-            .with_transaction_timeout_ms(60_000)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        let answer = client.send(request, 4).await?;
-        let name = err(answer.error_code);
-        if answers.last() != Some(&name) {
-            answers.push(name);
-        }
-        if answer.error_code == 0 {
-            break (answer.producer_id.0, answer.producer_epoch);
-        }
-        if !retriable(answer.error_code) {
-            bail!("InitProducerId {id}: {}", err(answer.error_code));
-        }
-        backoff().await;
-    };
+    let ((new_pid, new_epoch), answers) = init_answered(&client, &id, 4).await?;
     lines.push(format!("successor's init answers: {}", answers.join(", ")));
     lines.push(format!(
         "successor: same id {}, epoch {:+}",

@@ -87,15 +87,32 @@ pub(super) async fn find_coordinator(client: &Client, key_type: i8, key: &str) -
 /// asked again while the coordinator loads: its producer id and epoch.
 pub(super) async fn init(client: &Client, id: &str) -> Result<(i64, i16)> {
     find_coordinator(client, 1, id).await?;
+    Ok(init_answered(client, id, 5).await?.0)
+}
+
+/// InitProducerId v`version` for `id` (60 s timeout), asked again while Kafka answers a
+/// retriable error (the coordinator loading, an open transaction of the id being aborted): the
+/// producer id and epoch, and the error names answered on the way, each once in a row (the last
+/// NONE).
+pub(super) async fn init_answered(
+    client: &Client,
+    id: &str,
+    version: i16,
+) -> Result<((i64, i16), Vec<String>)> {
+    let mut answers = Vec::new();
     loop {
         let request = InitProducerIdRequest::default()
             .with_transactional_id(Some(txn_id(id)))
             .with_transaction_timeout_ms(60_000)
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1);
-        let answer = client.send(request, 5).await?;
+        let answer = client.send(request, version).await?;
+        let name = err(answer.error_code);
+        if answers.last() != Some(&name) {
+            answers.push(name);
+        }
         if answer.error_code == 0 {
-            return Ok((answer.producer_id.0, answer.producer_epoch));
+            return Ok(((answer.producer_id.0, answer.producer_epoch), answers));
         }
         if !retriable(answer.error_code) {
             bail!("InitProducerId {id}: {}", err(answer.error_code));

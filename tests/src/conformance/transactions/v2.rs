@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 use kmock_client::Client;
 
 use super::super::{case, err, name, text, Case, Ctx, Lines};
-use super::{backoff, describe, end, init, produce, retriable, settled, txn_id};
+use super::{describe, end, init, init_answered, produce, settled, txn_id};
 
 pub const CASES: &[Case] = &[
     case!(txn_transaction_version_feature),
@@ -208,26 +208,7 @@ async fn txn_v2_init_aborts_an_open_transaction(cx: Ctx) -> Result<Lines> {
         produce(&client, &id, (&topic, 0), (pid, epoch), (0, 1), 12).await?
     )];
     // The successor's InitProducerId, asked again while the abort completes.
-    let mut answers = Vec::new();
-    let (new_pid, new_epoch) = loop {
-        let request = InitProducerIdRequest::default()
-            .with_transactional_id(Some(txn_id(&id)))
-            .with_transaction_timeout_ms(60_000)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        let answer = client.send(request, 5).await?;
-        let name = err(answer.error_code);
-        if answers.last() != Some(&name) {
-            answers.push(name);
-        }
-        if answer.error_code == 0 {
-            break (answer.producer_id.0, answer.producer_epoch);
-        }
-        if !retriable(answer.error_code) {
-            bail!("InitProducerId {id}: {}", err(answer.error_code));
-        }
-        backoff().await;
-    };
+    let ((new_pid, new_epoch), answers) = init_answered(&client, &id, 5).await?;
     lines.push(format!("successor's init answers: {}", answers.join(", ")));
     lines.push(format!(
         "successor: same id {}, epoch {:+}",
