@@ -123,6 +123,7 @@ impl Config {
         let placement = Placement {
             default_replication_factor: self.replication_factor(),
             offsets_topic_partitions: self.offsets_topic_partitions,
+            kafka_version: self.kafka_version,
         };
         // The fuzz targets' stored inputs name topics by id: with the `fuzzing` feature, the
         // same ids in every process and after every reset.

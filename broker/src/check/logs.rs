@@ -150,6 +150,7 @@ mod tests {
     const PLACEMENT: Placement = Placement {
         default_replication_factor: 1,
         offsets_topic_partitions: 1,
+        kafka_version: crate::KafkaVersion::LATEST,
     };
 
     /// A state with topic `t` of one partition whose log holds batches of producer 7, epoch 0,

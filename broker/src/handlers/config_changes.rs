@@ -15,6 +15,9 @@
 //! `"compact,"` is `compact`, `","` nothing), and it is the resulting value that is validated:
 //! an empty item appended (`""`, `",delete"`) leaves an empty item in the list, INVALID_CONFIG,
 //! as Kafka 4.4.0 answers (the `incremental_alter_configs_list_items_that_are_empty` case).
+//! From 4.1, after a broker resource's own checks, its `min.insync.replicas` rules under
+//! Eligible Leader Replicas ([`elr_min_isr_check`]): this is why an AlterConfigs of the cluster
+//! level is INVALID_CONFIG unless it names `min.insync.replicas`, for any key it sets.
 //!
 //! Deviations from Apache Kafka: those of [`super::broker_configs`] (stricter for a few
 //! per-broker configs of broker 1, more lenient for `log.retention.minutes`/`hours` of 0).
@@ -27,6 +30,7 @@ use super::broker_configs::{self, Levels};
 use super::Ctx;
 use crate::state::topics::{validate_configs, validate_name, TOPIC_CONFIG_DEFAULTS};
 use crate::state::ClusterState;
+use crate::KafkaVersion;
 
 /// Resource type TOPIC.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -181,7 +185,8 @@ pub fn alter(
         .map(|t| t.configs().clone())
         .unwrap_or_default();
     let configs = changed(current, ops, replace, |k| k == "cleanup.policy")?;
-    validate_configs(&configs).map_err(|m| (ResponseError::InvalidConfig, m))?;
+    validate_configs(&configs, state.kafka_version)
+        .map_err(|m| (ResponseError::InvalidConfig, m))?;
     let topic = state.topics.get_mut(name).ok_or_else(|| {
         (
             ResponseError::UnknownTopicOrPartition,
@@ -236,10 +241,45 @@ fn broker_changed(
     // AlterConfigs' `replace` also changes every stored config not named.
     let stored = before.broker.into_iter().chain(before.cluster);
     let all = keys.chain(stored.flat_map(|c| c.keys().map(String::as_str)));
-    match broker_configs::reconfiguration_error(before, after, all) {
-        Some(message) => Err(invalid(&message)),
-        None => Ok(configs),
+    if let Some(message) = broker_configs::reconfiguration_error(before, after, all) {
+        return Err(invalid(&message));
     }
+    if state.kafka_version >= KafkaVersion::V4_1 {
+        elr_min_isr_check(name, ops, replace)?;
+    }
+    Ok(configs)
+}
+
+/// Kafka's controller with Eligible Leader Replicas enabled (KIP-966, on by default in a
+/// cluster made by 4.1 or later, which then stores a cluster-level `min.insync.replicas`):
+/// any operation on `min.insync.replicas` of one broker's resource (a DELETE of a value it
+/// does not have included, as Kafka 4.4.0 answers) is INVALID_CONFIG, and so is
+/// removing the cluster-level one: its DELETE, or an AlterConfigs of the cluster level
+/// (`replace`) that does not name it, whatever else it sets (`ConfigurationControlManager
+/// .validateAlterConfig`; case `alter_configs_cluster_level_min_insync_replicas`).
+///
+/// # Errors
+/// INVALID_CONFIG with Kafka's message.
+fn elr_min_isr_check(name: &str, ops: &[(String, Op)], replace: bool) -> Result<(), Refusal> {
+    const KEY: &str = "min.insync.replicas";
+    let op = ops.iter().find(|(k, _)| k == KEY).map(|(_, op)| op);
+    if !name.is_empty() && op.is_some() {
+        return Err((
+            ResponseError::InvalidConfig,
+            "Broker-level min.insync.replicas cannot be altered while ELR is enabled.".into(),
+        ));
+    }
+    let removed = match op {
+        Some(op) => matches!(op, Op::Delete),
+        None => replace,
+    };
+    if name.is_empty() && removed {
+        return Err((
+            ResponseError::InvalidConfig,
+            "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// `current` with `ops` applied, as Kafka's `ConfigurationControlManager

@@ -23,6 +23,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
+use crate::KafkaVersion;
+
 use producers::ProducerIds;
 use topics::{Partition, Topic};
 
@@ -62,6 +64,8 @@ pub struct ClusterState {
     pub client_quotas: quotas::ClientQuotas,
     /// Bytes stored in every topic's partition logs (for the cluster's cap on stored bytes).
     pub stored: segments::StoredTotal,
+    /// The Kafka release whose checks apply where releases differ (configs' ranges).
+    pub kafka_version: KafkaVersion,
     topics_created: u64,
     id_seed: u64,
 }
@@ -76,13 +80,15 @@ pub struct CreateTopicError {
     pub message: String,
 }
 
-/// How the cluster places partitions, fixed at start.
+/// How the cluster places partitions, and which Kafka release it emulates, fixed at start.
 #[derive(Debug, Clone, Copy)]
 pub struct Placement {
     /// Replicas of a partition when creation does not say.
     pub default_replication_factor: usize,
     /// Partitions of `__consumer_offsets` (Kafka's `offsets.topic.num.partitions`).
     pub offsets_topic_partitions: i32,
+    /// The emulated release ([`ClusterState::kafka_version`]).
+    pub kafka_version: KafkaVersion,
 }
 
 impl ClusterState {
@@ -110,6 +116,7 @@ impl ClusterState {
             broker_configs: BTreeMap::new(),
             client_quotas: quotas::ClientQuotas::default(),
             stored: segments::StoredTotal::default(),
+            kafka_version: placement.kafka_version,
             topics_created: 0,
             id_seed,
         }
@@ -152,7 +159,7 @@ impl ClusterState {
                 format!("topic {name:?} collides with existing topic {other:?}"),
             );
         }
-        if let Err(m) = topics::validate_configs(configs) {
+        if let Err(m) = topics::validate_configs(configs, self.kafka_version) {
             return fail(ResponseError::InvalidConfig, m);
         }
         Ok(())
@@ -342,6 +349,7 @@ mod tests {
     const PLACEMENT: Placement = Placement {
         default_replication_factor: 1,
         offsets_topic_partitions: 50,
+        kafka_version: KafkaVersion::LATEST,
     };
 
     #[test]

@@ -4,6 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::segments::LogPolicy;
+use crate::KafkaVersion;
+
+/// The least `segment.bytes` Kafka 4.0 and later accept (KIP-1030: 1 MiB).
+pub const MIN_SEGMENT_BYTES_4_0: i32 = 1024 * 1024;
 
 /// Topic configs kmock knows, with Kafka's defaults. Creating a topic with any other config name
 /// is refused with INVALID_CONFIG, as Kafka refuses unknown topic configs.
@@ -23,12 +27,21 @@ pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
     ("segment.ms", "604800000"),
 ];
 
-/// Checks topic configs given at creation: known names, values of the right type and range
-/// (Kafka's `LogConfig` definitions).
+/// Checks topic configs given at creation or by the config APIs: known names, values of the
+/// right type and range (Kafka's `LogConfig` definitions) as release `kafka_version` checks
+/// them (`segment.bytes`: at least 14 before Kafka 4.0, at least 1 MiB from 4.0, KIP-1030).
 ///
 /// # Errors
 /// A sentence naming the unknown config or bad value (answered as INVALID_CONFIG).
-pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String> {
+pub fn validate_configs(
+    configs: &BTreeMap<String, String>,
+    kafka_version: KafkaVersion,
+) -> Result<(), String> {
+    let segment_bytes_min = if kafka_version >= KafkaVersion::V4_0 {
+        MIN_SEGMENT_BYTES_4_0
+    } else {
+        14
+    };
     for (name, value) in configs {
         let at_least = |min: i64| -> Result<(), String> {
             match value.trim().parse::<i64>() {
@@ -70,12 +83,13 @@ pub fn validate_configs(configs: &BTreeMap<String, String>) -> Result<(), String
             // Kafka's `retention.bytes` has no validator: any long, below -1 included.
             "retention.bytes" => at_least(i64::MIN),
             "retention.ms" => at_least(-1),
-            // An INT in Kafka; at least 14 before 4.0, 1 MiB from 4.0 (KIP-1030), which kmock
-            // does not apply: the emulated version does not reach this check.
+            // An INT in Kafka: at least 14 (`LegacyRecord.RECORD_OVERHEAD_V0`) before 4.0, 1 MiB
+            // from 4.0 (KIP-1030; case `segment_bytes_at_and_below_one_mebibyte`).
             "segment.bytes" => match value.trim().parse::<i32>() {
-                Ok(n) if n >= 14 => Ok(()),
+                Ok(n) if n >= segment_bytes_min => Ok(()),
                 _ => Err(format!(
-                    "{name} must be an integer of at least 14 and at most {}, not {value:?}",
+                    "{name} must be an integer of at least {segment_bytes_min} and at most {}, \
+                     not {value:?}",
                     i32::MAX
                 )),
             },

@@ -42,6 +42,9 @@ impl KafkaVersion {
     /// Kafka 4.0: the `transaction.version` feature (KIP-890 part 2) and the KIP-848 consumer
     /// group protocol enabled by default; the first without ZooKeeper.
     pub const V4_0: Self = Self::new(4, 0);
+    /// Kafka 4.1: Eligible Leader Replicas (KIP-966) enabled in a new cluster, with its
+    /// cluster-level `min.insync.replicas` that the config APIs may not remove.
+    pub const V4_1: Self = Self::new(4, 1);
     /// Kafka 4.4, the newest behaviour and kmock's default (the release the conformance
     /// recordings come from).
     pub const LATEST: Self = Self::new(4, 4);

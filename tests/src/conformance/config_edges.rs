@@ -260,9 +260,8 @@ async fn incremental_alter_configs_empty_lists(cx: Ctx) -> Result<Lines> {
     Ok(lines)
 }
 
-/// AlterConfigs (validate only) of broker 1, the cluster level, and broker loggers. (Not
-/// `log.cleaner.threads` at the cluster level: Kafka 4.4 answers that INVALID_CONFIG where
-/// IncrementalAlterConfigs accepts it, for a reason not yet found; kmock accepts it.)
+/// AlterConfigs (validate only) of broker 1, the cluster level, and broker loggers. (The
+/// cluster level's other configs: `alter_configs_cluster_level_min_insync_replicas`.)
 async fn alter_configs_broker_resources(cx: Ctx) -> Result<Lines> {
     let mut lines = Vec::new();
     for (kind, resource, configs) in [

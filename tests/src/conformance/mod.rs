@@ -21,6 +21,7 @@ mod bounds;
 mod broker_config_edges;
 mod cluster_admin;
 mod config_edges;
+mod config_rules;
 mod configs;
 mod delete_records;
 mod describe_topic_partitions;
@@ -124,6 +125,7 @@ pub fn all() -> Vec<Case> {
         quotas::CASES,
         cluster_admin::CASES,
         broker_config_edges::CASES,
+        config_rules::CASES,
     ]
     .concat()
 }

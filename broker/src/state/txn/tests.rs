@@ -13,6 +13,7 @@ use crate::state::{ClusterState, Placement};
 const PLACEMENT: Placement = Placement {
     default_replication_factor: 1,
     offsets_topic_partitions: 50,
+    kafka_version: crate::KafkaVersion::LATEST,
 };
 
 fn state_with_topic() -> ClusterState {

@@ -1,0 +1,85 @@
+//! Config rules that depend on the release or live in Kafka's controller: `segment.bytes`
+//! at and below 1 MiB (KIP-1030's minimum from 4.0) through CreateTopics,
+//! IncrementalAlterConfigs and AlterConfigs; and the cluster-level `min.insync.replicas` that
+//! a 4.1+ cluster with Eligible Leader Replicas stores and the config APIs may not remove,
+//! which is why an AlterConfigs of the cluster level is refused unless it names that key.
+//! Broker changes are all `validate_only`, so the real broker stays as it was.
+
+use anyhow::Result;
+
+use super::alter_configs::{incremental, legacy, DELETE, SET};
+use super::config_edges::each;
+use super::configs::{BROKER, TOPIC};
+use super::{case, Case, Ctx, Lines};
+
+pub const CASES: &[Case] = &[
+    case!(segment_bytes_at_and_below_one_mebibyte),
+    case!(alter_configs_cluster_level_min_insync_replicas),
+];
+
+/// The least `segment.bytes` of Kafka 4.x, and one below it.
+const AT: &str = "1048576";
+const BELOW: &str = "1048575";
+
+/// CreateTopics with `segment.bytes` of 1 MiB, one byte less and 14 (3.x's minimum); then,
+/// on a topic, IncrementalAlterConfigs v1 and AlterConfigs v2 (`validate_only`) of each.
+async fn segment_bytes_at_and_below_one_mebibyte(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let mut lines = Vec::new();
+    for (topic, value) in [("at", AT), ("below", BELOW), ("fourteen", "14")] {
+        let created = cx
+            .try_create(&client, topic, 1, &[("segment.bytes", value)])
+            .await?;
+        lines.push(format!(
+            "create segment.bytes={value}: {}",
+            created.err().unwrap_or_else(|| "NONE".to_owned())
+        ));
+    }
+    let full = cx.create(&client, "t", 1, &[]).await?;
+    for value in [AT, BELOW] {
+        lines.push(format!("segment.bytes={value}:"));
+        let ops: &[(&str, i8, Option<&str>)] = &[("segment.bytes", SET, Some(value))];
+        lines.extend(incremental(&cx, &client, 1, true, &[(TOPIC, &full, ops)]).await?);
+        let configs: &[(&str, Option<&str>)] = &[("segment.bytes", Some(value))];
+        lines.extend(legacy(&cx, &client, 2, true, (TOPIC, &full, configs)).await?);
+    }
+    Ok(lines)
+}
+
+/// AlterConfigs v2 (`validate_only`) of the cluster level with and without
+/// `min.insync.replicas` among its configs, and of broker 1 naming it; IncrementalAlterConfigs
+/// v1 (`validate_only`) setting and deleting it at both levels, and `log.cleaner.threads` at
+/// the cluster level.
+async fn alter_configs_cluster_level_min_insync_replicas(cx: Ctx) -> Result<Lines> {
+    let mut lines = Vec::new();
+    for (resource, configs) in [
+        ("", &[("log.cleaner.threads", Some("2"))][..]),
+        ("", &[("message.max.bytes", Some("2000000"))][..]),
+        ("", &[][..]),
+        (
+            "",
+            &[
+                ("log.cleaner.threads", Some("2")),
+                ("min.insync.replicas", Some("1")),
+            ][..],
+        ),
+        ("", &[("min.insync.replicas", Some("1"))][..]),
+        ("", &[("log.cleaner.threads", Some("many"))][..]),
+        ("1", &[("min.insync.replicas", Some("1"))][..]),
+        ("1", &[("log.cleaner.threads", Some("2"))][..]),
+    ] {
+        let client = cx.connect().await?;
+        lines.extend(legacy(&cx, &client, 2, true, (BROKER, resource, configs)).await?);
+    }
+    let key = "min.insync.replicas";
+    for (resource, ops) in [
+        ("", &[(key, DELETE, None)][..]),
+        ("", &[(key, SET, Some("2"))][..]),
+        ("1", &[(key, SET, Some("1"))][..]),
+        ("1", &[(key, DELETE, None)][..]),
+        ("", &[("log.cleaner.threads", SET, Some("2"))][..]),
+    ] {
+        lines.extend(each(&cx, BROKER, &[(resource, ops)]).await?);
+    }
+    Ok(lines)
+}
