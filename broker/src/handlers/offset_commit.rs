@@ -25,13 +25,21 @@
 //! A commit to a partition of `__consumer_offsets` is stored, as Kafka stores it (conformance
 //! case `offset_commit_to_the_offsets_topic`).
 //!
+//! The answer is in Kafka's order ([`kafka_order`], `OffsetCommitResponse.Builder`): first
+//! the partitions refused before the group is asked (unknown topics and partitions), one topic
+//! entry per name, in request order; then the group's answers, one entry per request entry
+//! when nothing was refused, else merged into the entry of their name (conformance case
+//! `offset_commit_answer_order`).
+//!
 //! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
-//! The answer lists the partitions in request order, one topic entry per request entry, where
-//! Kafka lists the partitions it refuses before asking the group (unknown topics and
-//! partitions) and then the group's, one entry per topic name; clients match answers by name
-//! and index.
 
-use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use std::collections::HashMap;
+
+use kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
@@ -77,10 +85,76 @@ pub fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest, version: i16) -> Offs
             .map(|_| ())
     };
     let (topics, accepted) = answer_commits(&state, &request.topics, group);
+    let topics = kafka_order(&state, &request.topics, topics);
     if let Some(group) = state.groups.get_mut(group_id).filter(|_| group.is_ok()) {
         group.offsets.extend(accepted);
     }
     OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// `answers` (one per request entry of `topics`, partitions in request order) in the order
+/// Kafka's `KafkaApis.handleOffsetCommitRequest` builds them: the partitions that do not exist,
+/// each under the first entry of its topic's name; then, if there were none, the group's
+/// answers as they are, else each merged into the entry of its name (a new name appended).
+fn kafka_order(
+    state: &ClusterState,
+    topics: &[OffsetCommitRequestTopic],
+    answers: Vec<OffsetCommitResponseTopic>,
+) -> Vec<OffsetCommitResponseTopic> {
+    let mut refused = ByName::default();
+    let mut asked: Vec<OffsetCommitResponseTopic> = Vec::new();
+    for (t, answer) in topics.iter().zip(answers) {
+        let (mut missing, mut known) = (Vec::new(), Vec::new());
+        for (p, a) in t.partitions.iter().zip(answer.partitions) {
+            if partition_exists(state, t.name.0.as_str(), p.partition_index) {
+                known.push(a);
+            } else {
+                missing.push(a);
+            }
+        }
+        if !missing.is_empty() {
+            refused.merge(&answer.name, missing);
+        }
+        if !known.is_empty() {
+            asked.push(
+                OffsetCommitResponseTopic::default()
+                    .with_name(answer.name)
+                    .with_partitions(known),
+            );
+        }
+    }
+    if refused.topics.is_empty() {
+        return asked;
+    }
+    for t in asked {
+        refused.merge(&t.name, t.partitions);
+    }
+    refused.topics
+}
+
+/// Topic entries, one per name (Kafka's `OffsetCommitResponse.Builder`), indexed by name so a
+/// request of many topics is merged in linear time.
+#[derive(Default)]
+struct ByName {
+    topics: Vec<OffsetCommitResponseTopic>,
+    at: HashMap<TopicName, usize>,
+}
+
+impl ByName {
+    /// Appends `partitions` to the entry of topic `name`, or to a new entry at the end.
+    fn merge(&mut self, name: &TopicName, partitions: Vec<OffsetCommitResponsePartition>) {
+        match self.at.get(name) {
+            Some(&i) => self.topics[i].partitions.extend(partitions),
+            None => {
+                self.at.insert(name.clone(), self.topics.len());
+                self.topics.push(
+                    OffsetCommitResponseTopic::default()
+                        .with_name(name.clone())
+                        .with_partitions(partitions),
+                );
+            }
+        }
+    }
 }
 
 /// The consumer group's answer for every partition of the request (see the header).

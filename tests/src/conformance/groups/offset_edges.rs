@@ -1,7 +1,7 @@
 //! OffsetCommit and OffsetFetch edges of simple commits (generation -1, no member): offsets
 //! below zero, metadata at and past `offset.metadata.max.bytes`, partitions and topics that are
 //! not there, a partition twice, no topics, the retention time of v2–v4, leader epochs through
-//! versions, and the offsets topic itself.
+//! versions, the offsets topic itself, and the order of the answer's topics and partitions.
 
 use anyhow::Result;
 use kafka_protocol::messages::offset_commit_request::{
@@ -26,6 +26,7 @@ pub const CASES: &[Case] = &[
     case!(offset_commit_retention_time_at_v2_to_v4),
     case!(offset_commit_leader_epoch_through_versions),
     case!(offset_commit_to_the_offsets_topic),
+    case!(offset_commit_answer_order),
 ];
 
 /// One partition of a simple commit: (topic, partition, offset, leader epoch, metadata).
@@ -95,8 +96,8 @@ async fn commit_retained(
             })
         })
         .collect();
-    // Sorted: Kafka answers the partitions it refuses before asking the group (one topic
-    // entry per name), kmock in request order; clients match answers by name and index.
+    // Sorted: these lines are about errors; the answer's order is the case
+    // `offset_commit_answer_order`'s.
     parts.sort();
     Ok(format!("[{}]", parts.join(", ")))
 }
@@ -394,4 +395,69 @@ async fn offset_commit_to_the_offsets_topic(cx: Ctx) -> Result<Lines> {
             fetch_detailed(&client, &group, "__consumer_offsets", &[0]).await?
         ),
     ])
+}
+
+/// The order of an OffsetCommit v8 answer (a simple commit to a fresh group), printed as it
+/// comes: a topic named twice around an unknown partition, an unknown topic and a known one;
+/// the same known partitions with nothing refused; only unknown topics, one named twice.
+async fn offset_commit_answer_order(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let a = cx.create(&client, "a", 2, &[]).await?;
+    let b = cx.create(&client, "b", 1, &[]).await?;
+    let (x, y) = (cx.topic("x"), cx.topic("y"));
+    let group = cx.topic("g");
+    coordinator(&client, &group).await?;
+    let mut lines = Vec::new();
+    for entries in [
+        &[
+            (&a, &[0, 9][..]),
+            (&x, &[0][..]),
+            (&b, &[0][..]),
+            (&a, &[1][..]),
+        ][..],
+        &[(&a, &[0][..]), (&b, &[0][..]), (&a, &[1][..])][..],
+        &[(&x, &[0][..]), (&y, &[1][..]), (&x, &[2][..])][..],
+    ] {
+        let request = || {
+            OffsetCommitRequest::default()
+                .with_group_id(GroupId(text(&group)))
+                .with_generation_id_or_member_epoch(-1)
+                .with_member_id(text(""))
+                .with_topics(
+                    entries
+                        .iter()
+                        .map(|(t, partitions)| {
+                            OffsetCommitRequestTopic::default()
+                                .with_name(name(t))
+                                .with_partitions(
+                                    partitions
+                                        .iter()
+                                        .map(|p| {
+                                            OffsetCommitRequestPartition::default()
+                                                .with_partition_index(*p)
+                                                .with_committed_offset(1)
+                                                .with_committed_leader_epoch(-1)
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                )
+        };
+        let answer = until_served(&client, 8, request).await?;
+        let topics: Vec<String> = answer
+            .topics
+            .iter()
+            .map(|t| {
+                let partitions: Vec<String> = t
+                    .partitions
+                    .iter()
+                    .map(|p| format!("{} {}", p.partition_index, err(p.error_code)))
+                    .collect();
+                format!("{} [{}]", cx.short(&t.name.0), partitions.join(", "))
+            })
+            .collect();
+        lines.push(topics.join(" | "));
+    }
+    Ok(lines)
 }
