@@ -1,6 +1,7 @@
 //! Where a consumer group lives, checked against Apache Kafka's group coordinator:
 //! FindCoordinator (v3 key and v4 batch) names the same broker on every broker, and every
-//! group request sent to another broker is answered NOT_COORDINATOR.
+//! group request sent to another broker is answered NOT_COORDINATOR; while the coordinator
+//! loads (`coordinator_load`), a Heartbeat is answered NONE and a JoinGroup refused.
 
 mod common;
 
@@ -149,4 +150,64 @@ async fn every_group_request_sent_to_another_broker_than_the_coordinator_gets_no
     }
     let beat = heartbeat(&member, G, 1, &id, None).await?;
     code_is("Heartbeat to the coordinator after all that", beat, None)
+}
+
+/// Kafka's `GroupCoordinatorService.heartbeat` answers a Heartbeat NONE while its runtime
+/// loads the group's partition ("blindly respond"), where a JoinGroup gets
+/// COORDINATOR_LOAD_IN_PROGRESS; an empty group id is INVALID_GROUP_ID before either. The load
+/// lasts 600 s, far past this test: every request below is within it.
+#[tokio::test]
+async fn while_the_coordinator_loads_a_heartbeat_is_answered_none_and_a_join_is_refused(
+) -> Result<()> {
+    const G: &str = "loading";
+    let cluster = Cluster::builder()
+        .coordinator_load(Duration::from_secs(600))
+        .start()
+        .await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let beat = heartbeat(&client, G, 1, "no-such-member", None).await?;
+    code_is("Heartbeat of an unknown member while loading", beat, None)?;
+    let beat = heartbeat(&client, "", 1, "no-such-member", None).await?;
+    code_is(
+        "Heartbeat of an empty group id while loading",
+        beat,
+        Some(InvalidGroupId),
+    )?;
+    let joined = join(&client, join_request(G, "", META_A), 9).await?;
+    code_is(
+        "JoinGroup while loading",
+        joined.error_code,
+        Some(CoordinatorLoadInProgress),
+    )?;
+    let loaded: Vec<(String, bool)> = cluster
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| matches!(e.api.as_deref(), Some("Heartbeat" | "JoinGroup")))
+        .map(|e| {
+            let load = e.faults.iter().any(|f| f.contains("coordinator_load"));
+            (e.api.as_deref().unwrap_or_default().to_owned(), load)
+        })
+        .collect();
+    same(
+        "whether the load's fault rule fired, per request",
+        loaded,
+        vec![
+            ("Heartbeat".to_owned(), false),
+            ("Heartbeat".to_owned(), false),
+            ("JoinGroup".to_owned(), true),
+        ],
+    )?;
+    cluster.shutdown().await;
+    // Without a load the same Heartbeat is refused: the NONE above came from the load.
+    let cluster = Cluster::builder().start().await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let beat = heartbeat(&client, G, 1, "no-such-member", None).await?;
+    code_is(
+        "Heartbeat of an unknown member",
+        beat,
+        Some(UnknownMemberId),
+    )?;
+    cluster.shutdown().await;
+    Ok(())
 }

@@ -82,15 +82,9 @@ async fn ride_it_out() -> Result<()> {
     let refused: Vec<_> = entries
         .iter()
         .filter(|e| {
-            [
-                "JoinGroup",
-                "SyncGroup",
-                "Heartbeat",
-                "OffsetFetch",
-                "OffsetCommit",
-            ]
-            .iter()
-            .any(|api| answered_with(e, api, ResponseError::CoordinatorLoadInProgress))
+            ["JoinGroup", "SyncGroup", "OffsetFetch", "OffsetCommit"]
+                .iter()
+                .any(|api| answered_with(e, api, ResponseError::CoordinatorLoadInProgress))
         })
         .collect();
     ensure!(

@@ -37,9 +37,10 @@ impl ClusterBuilder {
     /// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's do while they load their `__consumer_offsets` /
     /// `__transaction_state` partitions after a broker starts (`CoordinatorRuntime`: a shard
     /// not yet loaded refuses its reads and writes with `CoordinatorLoadInProgressException`):
-    /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
+    /// JoinGroup, SyncGroup, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
     /// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and ConsumerGroupHeartbeat, so that a
-    /// client's retry path runs.
+    /// client's retry path runs. A Heartbeat (with a group id) is answered NONE meanwhile, as
+    /// Kafka's `GroupCoordinatorService.heartbeat` answers it while loading.
     /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
     /// `coordinator_load`, journaled as faults and listed with the others; their window is
     /// measured from the cluster's start (a reset does not start another load).
@@ -436,7 +437,6 @@ impl ClusterBuilder {
 const COORDINATOR_APIS: &[ApiKey] = &[
     ApiKey::JoinGroup,
     ApiKey::SyncGroup,
-    ApiKey::Heartbeat,
     ApiKey::LeaveGroup,
     ApiKey::OffsetCommit,
     ApiKey::OffsetFetch,

@@ -4,7 +4,11 @@
 //! REBALANCE_IN_PROGRESS while the group waits for members to rejoin, and UNKNOWN_MEMBER_ID,
 //! FENCED_INSTANCE_ID or ILLEGAL_GENERATION to a member that is not current. NOT_COORDINATOR on
 //! any broker but the group's coordinator; INVALID_GROUP_ID for an empty group id, before
-//! anything else (`GroupCoordinatorService.heartbeat`).
+//! anything else (`GroupCoordinatorService.heartbeat`). While the coordinator loads
+//! ([`crate::ClusterBuilder::coordinator_load`]) a Heartbeat is answered NONE without looking
+//! at the group, as Kafka's `GroupCoordinatorService.heartbeat` answers the
+//! COORDINATOR_LOAD_IN_PROGRESS of its runtime ("the group is still loading, so blindly
+//! respond"), where the other group APIs get that error.
 //!
 //! Deviations from Apache Kafka: none known.
 
@@ -24,6 +28,9 @@ pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> Heartb
     if group_id.is_empty() {
         return HeartbeatResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
+    if loading(ctx) {
+        return HeartbeatResponse::default();
+    }
     let mut state = ctx.shared.state();
     let result = if ctx.coordinates_group(&state, group_id) {
         state.groups.heartbeat(
@@ -37,4 +44,13 @@ pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> Heartb
         Err(ResponseError::NotCoordinator)
     };
     HeartbeatResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
+}
+
+/// Whether the coordinator is still loading: within the cluster's `coordinator_load` after its
+/// start (the window its `coordinator_load` fault rules have).
+fn loading(ctx: &Ctx<'_>) -> bool {
+    ctx.shared
+        .config
+        .coordinator_load
+        .is_some_and(|load| ctx.shared.rules().since_start() < load)
 }
