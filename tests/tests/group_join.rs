@@ -347,3 +347,58 @@ async fn a_group_instance_id_that_no_member_has_gets_unknown_member_id() -> Resu
         Some(UnknownMemberId),
     )
 }
+
+/// A JoinGroup naming one protocol twice: Kafka 4.4.0 answers its first join of v4+
+/// MEMBER_ID_REQUIRED as any, then takes the member in and never answers (its protocol choice
+/// throws); kmock closes that connection instead of letting the member in.
+#[tokio::test]
+async fn a_join_naming_one_protocol_twice_closes_the_connection() -> Result<()> {
+    let cluster = cluster().await?;
+    let twice = |group: &str, member: &str| {
+        let request = join_request(group, member, META_A);
+        let protocols = [request.protocols.clone(), request.protocols.clone()].concat();
+        request.with_protocols(protocols)
+    };
+    let at = coordinator(&cluster, "twice").await?;
+    let client = connect(at, "consumer-a").await?;
+    let first = join(&client, twice("twice", ""), 9).await?;
+    code_is(
+        "first JoinGroup v9",
+        first.error_code,
+        Some(MemberIdRequired),
+    )?;
+    let closed = |answer: &Result<Bytes>| {
+        answer.as_ref().err().is_some_and(|e| {
+            matches!(
+                e.downcast_ref::<kmock_client::Error>(),
+                Some(kmock_client::Error::ConnectionClosed)
+            )
+        })
+    };
+    let rejoin = within(
+        "JoinGroup v9",
+        client.send_raw(twice("twice", &first.member_id), 9),
+    )
+    .await;
+    ensure!(
+        closed(&rejoin),
+        "JoinGroup v9 with the member id: got {rejoin:?}, expected the connection closed"
+    );
+    // Each join in a group of its own: a member let in waits for the others to rejoin.
+    let at = coordinator(&cluster, "twice-v3").await?;
+    let client = connect(at, "consumer-a").await?;
+    let old = within("JoinGroup v3", client.send_raw(twice("twice-v3", ""), 3)).await;
+    ensure!(
+        closed(&old),
+        "JoinGroup v3: got {old:?}, expected the connection closed"
+    );
+    // The same join with the protocol once is served.
+    let at = coordinator(&cluster, "once").await?;
+    let client = connect(at, "consumer-a").await?;
+    let joined = join_new(&client, "once", META_A).await?;
+    code_is(
+        "JoinGroup naming its protocol once",
+        joined.error_code,
+        None,
+    )
+}

@@ -6,7 +6,13 @@
 //! `validate_only` checks and changes nothing. What takes effect is as for
 //! IncrementalAlterConfigs ([`super::incremental_alter_configs`]).
 //!
-//! Deviations from Apache Kafka: those of IncrementalAlterConfigs.
+//! Deviations from Apache Kafka: those of IncrementalAlterConfigs. A request naming one
+//! resource twice gets INVALID_REQUEST for both entries ("Each resource must appear at most
+//! once.", what Kafka's `ConfigAdminManager.preprocess` decides), where Kafka 4.4.0 never
+//! answers it: building the answer throws `IllegalStateException: Duplicate key` (a map of
+//! the resources' errors by resource), and so does the error answer `KafkaApis.handleError`
+//! tries next, so the request stays unanswered on an open connection. Nothing is applied in
+//! either; no conformance case, as "no answer" cannot be recorded without a time bound.
 
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};

@@ -19,19 +19,45 @@
 //! `bidirectional`, its default) takes it in as a classic-protocol member of the consumer group;
 //! no initial rebalance delay (Kafka waits
 //! `group.initial.rebalance.delay.ms`, 3 s, before completing the first rebalance of an empty
-//! group).
+//! group). A join naming one protocol twice that would be answered without error closes the
+//! connection instead ([`answer`]): Kafka 4.4.0 never answers it (the rebalance's protocol
+//! choice throws "Member does not support any of the candidate protocols" and the group stays
+//! preparing a rebalance; its other members' joins are not answered either, where kmock's are).
+
+use std::collections::HashSet;
 
 use bytes::Bytes;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
-use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, ResponseKind};
 use kafka_protocol::protocol::{Message, StrBytes, VersionRange};
 use kafka_protocol::ResponseError;
 
-use super::Ctx;
+use super::{Answer, Ctx};
 use crate::state::groups::{JoinRequest, JoinResult, Pending};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = JoinGroupRequest::VERSIONS;
+
+/// [`handle`], but a join naming one protocol twice that [`handle`] answers without error
+/// closes the connection: Kafka 4.4.0 takes such a member in and then never completes the
+/// rebalance (its protocol choice throws), so the join is never answered; a closed connection
+/// is the nearest defined answer, and it lets no such member in as though all were well. Its
+/// earlier answers (MEMBER_ID_REQUIRED, NOT_COORDINATOR, ...) are Kafka's.
+pub async fn answer(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> Answer {
+    let mut seen = HashSet::new();
+    let twice = request
+        .protocols
+        .iter()
+        .find(|p| !seen.insert(p.name.as_str()))
+        .map(|p| p.name.to_string());
+    let answer = handle(ctx, request, version).await;
+    match twice {
+        Some(name) if answer.error_code == 0 => Answer::Close(format!(
+            "JoinGroup names protocol {name:?} twice: Kafka never answers such a join"
+        )),
+        _ => Answer::Respond(Box::new(ResponseKind::JoinGroup(answer))),
+    }
+}
 
 /// Joins (or rejoins) the group, waiting for the rebalance to complete.
 pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> JoinGroupResponse {

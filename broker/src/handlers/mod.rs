@@ -303,7 +303,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: Request) -> Result<Answer, CodecErro
         RequestKind::FindCoordinator(r) => {
             ResponseKind::FindCoordinator(find_coordinator::handle(ctx, r, v))
         }
-        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(ctx, r, v).await),
+        RequestKind::JoinGroup(r) => return Ok(join_group::answer(ctx, r, v).await),
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(ctx, r, v)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(ctx, r, v)),
         RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(ctx, r, v).await),

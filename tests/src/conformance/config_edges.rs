@@ -29,7 +29,9 @@ pub const CASES: &[Case] = &[
     case!(incremental_alter_configs_empty_lists),
     case!(incremental_alter_configs_topic_values),
     // No case names a topic twice in one AlterConfigs: Kafka 4.4 never answers that request
-    // (seen with a 60 s hang guard), and a case cannot tell "no answer" from "slow".
+    // (an IllegalStateException "Duplicate key" building the answer, and again building the
+    // error answer: seen for 240 s), and a case cannot tell "no answer" from "slow"; kmock
+    // answers INVALID_REQUEST for both (the handler's header).
     case!(alter_configs_broker_resources),
     case!(alter_configs_at_each_version),
     case!(
