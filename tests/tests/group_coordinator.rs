@@ -153,8 +153,8 @@ async fn every_group_request_sent_to_another_broker_than_the_coordinator_gets_no
 }
 
 /// Kafka's `GroupCoordinatorService.heartbeat` answers a Heartbeat NONE while its runtime
-/// loads the group's partition ("blindly respond"), where a JoinGroup gets
-/// COORDINATOR_LOAD_IN_PROGRESS; an empty group id is INVALID_GROUP_ID before either. The load
+/// loads the group's partition ("blindly respond"), where a JoinGroup, DescribeGroups and
+/// ListGroups get COORDINATOR_LOAD_IN_PROGRESS; an empty group id is INVALID_GROUP_ID. The load
 /// lasts 600 s, far past this test: every request below is within it.
 #[tokio::test]
 async fn while_the_coordinator_loads_a_heartbeat_is_answered_none_and_a_join_is_refused(
@@ -177,6 +177,22 @@ async fn while_the_coordinator_loads_a_heartbeat_is_answered_none_and_a_join_is_
     code_is(
         "JoinGroup while loading",
         joined.error_code,
+        Some(CoordinatorLoadInProgress),
+    )?;
+    let described = describe(&client, G).await?;
+    code_is(
+        "DescribeGroups while loading",
+        described.error_code,
+        Some(CoordinatorLoadInProgress),
+    )?;
+    let listed = within(
+        "ListGroups v4",
+        client.send(ListGroupsRequest::default(), 4),
+    )
+    .await?;
+    code_is(
+        "ListGroups while loading",
+        listed.error_code,
         Some(CoordinatorLoadInProgress),
     )?;
     let loaded: Vec<(String, bool)> = cluster

@@ -38,8 +38,10 @@ impl ClusterBuilder {
     /// `__transaction_state` partitions after a broker starts (`CoordinatorRuntime`: a shard
     /// not yet loaded refuses its reads and writes with `CoordinatorLoadInProgressException`):
     /// JoinGroup, SyncGroup, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
-    /// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and ConsumerGroupHeartbeat, so that a
-    /// client's retry path runs. A Heartbeat (with a group id) is answered NONE meanwhile, as
+    /// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, ConsumerGroupHeartbeat, and the group
+    /// coordinator's reads and admin calls (DescribeGroups, ListGroups, DeleteGroups,
+    /// OffsetDelete, ConsumerGroupDescribe: `GroupCoordinatorService` runs each through its
+    /// runtime), so that a client's retry path runs. A Heartbeat (with a group id) is answered NONE meanwhile, as
     /// Kafka's `GroupCoordinatorService.heartbeat` answers it while loading.
     /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
     /// `coordinator_load`, journaled as faults and listed with the others; their window is
@@ -445,6 +447,11 @@ const COORDINATOR_APIS: &[ApiKey] = &[
     ApiKey::AddOffsetsToTxn,
     ApiKey::EndTxn,
     ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 /// The rules in force at the start: none, or COORDINATOR_LOAD_IN_PROGRESS on every

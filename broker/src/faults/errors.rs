@@ -37,6 +37,11 @@ const ERROR_APIS: &[ApiKey] = &[
     ApiKey::EndTxn,
     ApiKey::TxnOffsetCommit,
     ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 /// Whether `error(code)` can answer requests of `api`.
@@ -308,6 +313,49 @@ pub(crate) fn error_response(
         ),
         RequestKind::ConsumerGroupHeartbeat(_) => ResponseKind::ConsumerGroupHeartbeat(
             ConsumerGroupHeartbeatResponse::default().with_error_code(code),
+        ),
+        // Per group, as Kafka's `getErrorDescribedGroupList` / `getErrorResultCollection`.
+        RequestKind::DescribeGroups(r) => ResponseKind::DescribeGroups(
+            DescribeGroupsResponse::default().with_groups(
+                r.groups
+                    .iter()
+                    .map(|g| {
+                        describe_groups_response::DescribedGroup::default()
+                            .with_group_id(g.clone())
+                            .with_error_code(code)
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::ListGroups(_) => {
+            ResponseKind::ListGroups(ListGroupsResponse::default().with_error_code(code))
+        }
+        RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(
+            DeleteGroupsResponse::default().with_results(
+                r.groups_names
+                    .iter()
+                    .map(|g| {
+                        delete_groups_response::DeletableGroupResult::default()
+                            .with_group_id(g.clone())
+                            .with_error_code(code)
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::OffsetDelete(_) => {
+            ResponseKind::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
+            ConsumerGroupDescribeResponse::default().with_groups(
+                r.group_ids
+                    .iter()
+                    .map(|g| {
+                        consumer_group_describe_response::DescribedGroup::default()
+                            .with_group_id(g.clone())
+                            .with_error_code(code)
+                    })
+                    .collect(),
+            ),
         ),
         _ => return None,
     })
