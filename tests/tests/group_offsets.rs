@@ -197,10 +197,12 @@ async fn offset_commit_to_an_unknown_topic_or_partition_fails_for_that_partition
     same(
         "OffsetCommit of t-0, nope-0 and t-9",
         commit(&client, G, 1, &id, &offsets).await?,
+        // In Kafka's order: the refused partitions first, one entry per topic name, then the
+        // group's answers merged into them (conformance case `offset_commit_answer_order`).
         committed(&[
-            (TOPIC, 0, None),
             ("nope", 0, Some(UnknownTopicOrPartition)),
             (TOPIC, 9, Some(UnknownTopicOrPartition)),
+            (TOPIC, 0, None),
         ]),
     )?;
     same(
