@@ -5,10 +5,10 @@
 //! FENCED_INSTANCE_ID or ILLEGAL_GENERATION to a member that is not current. NOT_COORDINATOR on
 //! any broker but the group's coordinator; INVALID_GROUP_ID for an empty group id, before
 //! anything else (`GroupCoordinatorService.heartbeat`). While the coordinator loads
-//! ([`crate::ClusterBuilder::coordinator_load`]) a Heartbeat is answered NONE without looking
-//! at the group, as Kafka's `GroupCoordinatorService.heartbeat` answers the
-//! COORDINATOR_LOAD_IN_PROGRESS of its runtime ("the group is still loading, so blindly
-//! respond"), where the other group APIs get that error.
+//! ([`crate::ClusterBuilder::coordinator_load`]) a Heartbeat to the group's coordinator is
+//! answered NONE without looking at the group, as Kafka's `GroupCoordinatorService.heartbeat`
+//! answers the COORDINATOR_LOAD_IN_PROGRESS of its runtime ("the group is still loading, so
+//! blindly respond"), where the other group APIs get that error.
 //!
 //! Deviations from Apache Kafka: none known.
 
@@ -28,11 +28,13 @@ pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> Heartb
     if group_id.is_empty() {
         return HeartbeatResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
-    if loading(ctx) {
-        return HeartbeatResponse::default();
-    }
     let mut state = ctx.shared.state();
-    let result = if ctx.coordinates_group(&state, group_id) {
+    let result = if !ctx.coordinates_group(&state, group_id) {
+        Err(ResponseError::NotCoordinator)
+    } else if loading(ctx) {
+        // Lock order: the state, then the rules.
+        Ok(())
+    } else {
         state.groups.heartbeat(
             group_id,
             request.generation_id,
@@ -40,8 +42,6 @@ pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> Heartb
             request.group_instance_id.as_ref().map(StrBytes::as_str),
             tokio::time::Instant::now(),
         )
-    } else {
-        Err(ResponseError::NotCoordinator)
     };
     HeartbeatResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
 }
