@@ -392,6 +392,20 @@ async fn a_join_naming_one_protocol_twice_closes_the_connection() -> Result<()> 
         closed(&old),
         "JoinGroup v3: got {old:?}, expected the connection closed"
     );
+    // The journal says why each connection closed, on the join's own entry.
+    for version in [9, 3] {
+        let entry = cluster
+            .wait_for(
+                |e| e.is("JoinGroup") && e.version == Some(version) && e.closed.is_some(),
+                PATIENCE,
+            )
+            .await?;
+        let reason = entry.closed.unwrap_or_default();
+        ensure!(
+            reason.contains("twice"),
+            "JoinGroup v{version}'s entry: closed for {reason:?}, expected the protocol named twice"
+        );
+    }
     // The same join with the protocol once is served.
     let at = coordinator(&cluster, "once").await?;
     let client = connect(at, "consumer-a").await?;

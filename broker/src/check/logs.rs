@@ -248,6 +248,7 @@ mod tests {
             })),
             bad_request: None,
             undecoded: None,
+            closed: None,
             response: Some(ResponseSummary {
                 at_us: 0,
                 sending_us: None,

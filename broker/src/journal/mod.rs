@@ -96,6 +96,13 @@ pub struct Entry {
     /// from the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undecoded: Option<String>,
+    /// Why kmock closed the connection after this request instead of answering it: a fault
+    /// (`disconnect`, an `error` on an acks = 0 Produce), or Kafka's own behaviour for the
+    /// request (a failed acks = 0 Produce, a JoinGroup naming one protocol twice), or an
+    /// answer the codec could not encode; absent from the JSON when `None`. A bad frame's
+    /// reason is `bad_request`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed: Option<String>,
     /// The answer; `None` while pending, and for requests never answered (acks = 0, closed).
     pub response: Option<ResponseSummary>,
     /// Names of the fault rules applied to this request.
@@ -193,6 +200,7 @@ impl Entry {
             request: None,
             bad_request: None,
             undecoded: None,
+            closed: None,
             response: None,
             faults: Vec::new(),
             operation: None,

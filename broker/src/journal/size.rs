@@ -28,6 +28,8 @@ pub(crate) fn entry_bytes(entry: &Entry) -> usize {
         + entry.api.heap()
         + entry.request.heap()
         + entry.bad_request.heap()
+        + entry.undecoded.heap()
+        + entry.closed.heap()
         + entry.response.as_ref().map_or(0, |r| r.error_codes.heap())
         + entry.faults.heap()
         + entry.operation.heap()

@@ -144,7 +144,10 @@ pub(super) async fn answer_requests(
                 continue;
             }
             Outcome::Close(reason) => {
-                journal.finish(seq, |entry| add_digests(entry, digests));
+                journal.finish(seq, |entry| {
+                    add_digests(entry, digests);
+                    entry.closed = Some(reason.clone());
+                });
                 // What was answered before goes out before the connection closes.
                 let _ = tokio::select! {
                     () = close.cancelled() => Ok(()),
@@ -166,8 +169,12 @@ pub(super) async fn answer_requests(
                 written = outbox.write_pieces(seq, encoded.pieces(), Some(body), digests) => written.map_err(|e| format!("write failed: {e}")),
             },
             Err(e) => {
-                journal.finish(seq, |entry| add_digests(entry, digests));
-                Err(e.to_string())
+                let reason = format!("no answer could be made: {e}");
+                journal.finish(seq, |entry| {
+                    add_digests(entry, digests);
+                    entry.closed = Some(reason.clone());
+                });
+                Err(reason)
             }
         };
         if let Err(reason) = written {
