@@ -50,7 +50,9 @@ impl Partition {
     /// Appends a validated batch after Kafka's producer state checks
     /// ([`super::producer_state`]); a duplicate is not appended and answers with where the
     /// original went. With `max_stored_bytes`, a batch that would take the cluster's stored
-    /// bytes past it is not appended either.
+    /// bytes past it is not appended either. `now_ms` is the wall clock (ms since the Unix
+    /// epoch) the Produce request read once: the segment roll and the `retention.bytes` check
+    /// after the append both go by it.
     ///
     /// # Errors
     /// The Kafka error and the rule broken, when the producer state refuses the batch;
@@ -63,6 +65,7 @@ impl Partition {
         log_append_time_ms: Option<i64>,
         without_state: WithoutState,
         max_stored_bytes: Option<u64>,
+        now_ms: i64,
     ) -> Result<Appended, (ResponseError, String)> {
         let info = batch.info;
         match self.producers.check(&info, without_state) {
@@ -79,14 +82,14 @@ impl Partition {
                         ));
                     }
                 }
-                let appended = self
-                    .log
-                    .append(batch, self.leader_epoch, log_append_time_ms);
+                let appended =
+                    self.log
+                        .append(batch, self.leader_epoch, log_append_time_ms, now_ms);
                 self.producers
                     .record(&info, appended.base_offset, appended.log_append_time_ms);
                 // kmock's retention check on append: `retention.bytes` only (see
                 // [`Self::delete_old_segments`]).
-                self.delete_old_segments(wall_clock_ms(), true);
+                self.delete_old_segments(now_ms, true);
                 Ok(appended)
             }
             Verdict::Duplicate {
@@ -413,11 +416,4 @@ pub fn validate_name(name: &str) -> Result<(), String> {
         )),
         None => Ok(()),
     }
-}
-
-/// Wall-clock now in ms since the Unix epoch.
-fn wall_clock_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -109,6 +109,7 @@ pub(super) fn append(
             log_append_time,
             without_state,
             ctx.shared.config.max_stored_bytes,
+            request.now_ms,
         )
         .map_err(|(error, reason)| (error, Some(reason)))?;
     Ok(PartitionProduceResponse::default()
