@@ -51,6 +51,23 @@ async fn start(builder: kmock::ClusterBuilder) -> Result<(Cluster, Client)> {
     Ok((cluster, client))
 }
 
+/// DeleteRecords v2 of partition 0 of `topic` up to `offset`, answered without error.
+async fn delete_records(client: &Client, topic: &str, offset: i64) -> Result<()> {
+    let request = DeleteRecordsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![DeleteRecordsPartition::default()
+                .with_partition_index(0)
+                .with_offset(offset)])]);
+    let answer = client.send(request, 2).await?;
+    code_is(
+        "DeleteRecords",
+        answer.topics[0].partitions[0].error_code,
+        None,
+    )
+}
+
 /// A one-record batch with a `value_len`-byte value and timestamp `timestamp`.
 fn one_record(timestamp: i64, value_len: usize) -> Record {
     Record {
@@ -274,19 +291,7 @@ async fn the_timer_deletes_and_delete_records_frees_whole_segments() -> Result<(
     let b = batch_size(10)?;
     // DeleteRecords to 3 moves the log start at once; the segments wholly below it (offsets 0,
     // 1 and 2) go at the timer's next check.
-    let request = DeleteRecordsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(vec![DeleteRecordsTopic::default()
-            .with_name(name("d"))
-            .with_partitions(vec![DeleteRecordsPartition::default()
-                .with_partition_index(0)
-                .with_offset(3)])]);
-    let answer = client.send(request, 2).await?;
-    code_is(
-        "DeleteRecords",
-        answer.topics[0].partitions[0].error_code,
-        None,
-    )?;
+    delete_records(&client, "d", 3).await?;
     same("EARLIEST", list_offset(&client, "d", -2).await?, 3)?;
     // Polled: the timer's check is the event, and it is not journaled.
     tokio::time::timeout(HANG_GUARD, async {
@@ -371,19 +376,7 @@ async fn past_the_cap_produce_is_refused_with_kafka_storage_error() -> Result<()
         ],
     )?;
     // Retention frees room again: DeleteRecords to 2, and the two segments below it go.
-    let request = DeleteRecordsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(vec![DeleteRecordsTopic::default()
-            .with_name(name("s"))
-            .with_partitions(vec![DeleteRecordsPartition::default()
-                .with_partition_index(0)
-                .with_offset(2)])]);
-    let answer = client.send(request, 2).await?;
-    code_is(
-        "DeleteRecords",
-        answer.topics[0].partitions[0].error_code,
-        None,
-    )?;
+    delete_records(&client, "s", 2).await?;
     same(
         "partitions whose log start moved",
         cluster.check_retention(),
