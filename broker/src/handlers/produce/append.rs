@@ -5,6 +5,7 @@ use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::ResponseError;
 
 use super::super::Ctx;
+use crate::journal::ClusterOperation;
 use crate::state::batch;
 use crate::state::producer_state::WithoutState;
 use crate::state::topics::{Partition, Topic};
@@ -112,6 +113,14 @@ pub(super) fn append(
             request.now_ms,
         )
         .map_err(|(error, reason)| (error, Some(reason)))?;
+    // kmock's retention check on append: the `retention.bytes` pass alone
+    // (`Partition::delete_old_segments`), journaled after this request as the timer's are.
+    if let Some(deleted) = partition.delete_old_segments(request.now_ms, true) {
+        let operation = ClusterOperation::retention(&topic_name, index, deleted);
+        ctx.shared
+            .journal
+            .record_operation(partition.leader, operation);
+    }
     Ok(PartitionProduceResponse::default()
         .with_index(index)
         .with_base_offset(appended.base_offset)
