@@ -104,6 +104,7 @@ pub(super) fn append(
     } else {
         WithoutState::AnySequence
     };
+    let log_end = partition.log.log_end_offset();
     let appended = partition
         .append(
             valid,
@@ -113,9 +114,13 @@ pub(super) fn append(
             request.now_ms,
         )
         .map_err(|(error, reason)| (error, Some(reason)))?;
-    // kmock's retention check on append: the `retention.bytes` pass alone
-    // (`Partition::delete_old_segments`), journaled after this request as the timer's are.
-    if let Some(deleted) = partition.delete_old_segments(request.now_ms, true) {
+    // kmock's retention check on append (a duplicate appends nothing): the `retention.bytes`
+    // pass alone (`Partition::delete_old_segments`), journaled after this request as the
+    // timer's are.
+    let deleted = (partition.log.log_end_offset() > log_end)
+        .then(|| partition.delete_old_segments(request.now_ms, true))
+        .flatten();
+    if let Some(deleted) = deleted {
         let operation = ClusterOperation::retention(&topic_name, index, deleted);
         ctx.shared
             .journal
