@@ -422,12 +422,13 @@ mod tests {
         response
     }
 
-    /// Every Fetch version kmock serves: the pieces, joined, are the copied encoding byte for
+    /// Every Fetch version the codec encodes (kmock serves them all: `handlers::fetch::VERSIONS`
+    /// is the crate's range): the pieces, joined, are the copied encoding byte for
     /// byte; the records of [`SHARED_FIELD_BYTES`] or more are pieces of their own (by
     /// reference), the smaller ones copied; and the joined bytes decode back to the answer.
     #[test]
     fn fetch_pieces_join_to_the_copied_encoding_at_every_version() {
-        let served = crate::handlers::supported_versions(ApiKey::Fetch).expect("Fetch served");
+        let served = <FetchResponse as kafka_protocol::protocol::Message>::VERSIONS;
         for version in served.min..=served.max {
             let response = fetch_response(version);
             let body = ResponseKind::Fetch(response.clone());

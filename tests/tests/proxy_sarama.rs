@@ -203,10 +203,24 @@ fn of_severity(report: &Report, severity: Severity) -> std::collections::BTreeMa
     kinds
 }
 
+/// What one producer run left: the proxy (not shut down), the checks' report, the producer's
+/// output, the rules' counts ([`rules_fired`]) and how many Produce answers were
+/// OUT_OF_ORDER_SEQUENCE_NUMBER ([`out_of_order_answers`]).
+struct ProducerRun {
+    proxy: Cluster,
+    report: Report,
+    out: Output,
+    fired: String,
+    refused: usize,
+}
+
 /// One run of the Sarama producer of release `sarama` through a proxy with
 /// idempotent-disconnects.yaml's rules: 1,000 messages, one a millisecond, to a topic of 6
 /// partitions placed by Kafka.
-async fn producer_run(kafka: &RealKafka, sarama: &str) -> Result<(Cluster, Report, Output)> {
+///
+/// # Errors
+/// The producer could not run, or a rule fired on no request.
+async fn producer_run(kafka: &RealKafka, sarama: &str) -> Result<ProducerRun> {
     const MESSAGES: usize = 1_000;
     let binary = go_client::build("producer", sarama)?;
     let topic = fresh("events");
@@ -227,18 +241,39 @@ async fn producer_run(kafka: &RealKafka, sarama: &str) -> Result<(Cluster, Repor
     ];
     let out = go_client::run(&binary, &args, CLIENT_LIMIT).await?;
     let report = proxy.check(&checks);
-    Ok((proxy, report, out))
+    let fired = rules_fired(&proxy)?;
+    let refused = out_of_order_answers(&proxy);
+    Ok(ProducerRun {
+        proxy,
+        report,
+        out,
+        fired,
+        refused,
+    })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sarama_v1_42_1_sends_batches_out_of_sequence_through_the_proxy() -> Result<()> {
+/// Runs the Sarama producer of release `sarama` through the proxy ([`producer_run`]) once, or
+/// `KMOCK_REPEAT` times, one test at a time, and gives each run (numbered from 1 of `runs`) to
+/// `verdict`.
+async fn producer_runs(
+    sarama: &str,
+    verdict: impl Fn(usize, usize, &ProducerRun) -> Result<()>,
+) -> Result<()> {
     let _one = ONE_AT_A_TIME.lock().await;
     let kafka = RealKafka::start_three_nodes()?;
     let runs = repeat();
     for run in 1..=runs {
-        let (proxy, report, out) = producer_run(&kafka, "v1.42.1").await?;
-        let fired = rules_fired(&proxy)?;
-        let refused = out_of_order_answers(&proxy);
+        let got = producer_run(&kafka, sarama).await?;
+        verdict(run, runs, &got)?;
+        got.proxy.shutdown().await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sarama_v1_42_1_sends_batches_out_of_sequence_through_the_proxy() -> Result<()> {
+    producer_runs("v1.42.1", |run, runs, got| {
+        let (report, out, fired, refused) = (&got.report, &got.out, &got.fired, got.refused);
         ensure!(
             !report.is_clean() && refused > 0,
             "run {run}: Sarama v1.42.1 was not caught through the proxy ({fired}, {refused} \
@@ -250,25 +285,20 @@ async fn sarama_v1_42_1_sends_batches_out_of_sequence_through_the_proxy() -> Res
              {:?}, warnings {:?}, {refused} Produce answers OUT_OF_ORDER_SEQUENCE_NUMBER, acked \
              {} failed {} ({fired})",
             out.took,
-            of_severity(&report, Severity::Violation),
-            of_severity(&report, Severity::Warning),
+            of_severity(report, Severity::Violation),
+            of_severity(report, Severity::Warning),
             done["acked"],
             done["failed"],
         );
-        proxy.shutdown().await;
-    }
-    Ok(())
+        Ok(())
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sarama_v1_61_1_keeps_sequences_in_order_through_the_proxy() -> Result<()> {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let kafka = RealKafka::start_three_nodes()?;
-    let runs = repeat();
-    for run in 1..=runs {
-        let (proxy, report, out) = producer_run(&kafka, "v1.61.1").await?;
-        let fired = rules_fired(&proxy)?;
-        let refused = out_of_order_answers(&proxy);
+    producer_runs("v1.61.1", |run, runs, got| {
+        let (report, out, fired, refused) = (&got.report, &got.out, &got.fired, got.refused);
         ensure!(
             out.status.success() && report.is_clean() && refused == 0,
             "run {run}: Sarama v1.61.1 through the proxy ({fired}), {refused} Produce answers \
@@ -280,7 +310,7 @@ async fn sarama_v1_61_1_keeps_sequences_in_order_through_the_proxy() -> Result<(
             out.took,
             report.count(Severity::Warning)
         );
-        proxy.shutdown().await;
-    }
-    Ok(())
+        Ok(())
+    })
+    .await
 }

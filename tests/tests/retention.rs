@@ -22,7 +22,7 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::{DeleteRecordsRequest, DescribeLogDirsRequest, ListOffsetsRequest};
 use kafka_protocol::records::{Compression, Record};
 use kafka_protocol::ResponseError;
-use kmock::journal::RequestSummary;
+use kmock::journal::{ClusterOperation, RequestSummary};
 use kmock::Cluster;
 use kmock_client::{decode_records, encode_batch, record, Client};
 use rdkafka::config::ClientConfig;
@@ -49,6 +49,67 @@ async fn start(builder: kmock::ClusterBuilder) -> Result<(Cluster, Client)> {
     let cluster = builder.auto_create_topics(false).start().await?;
     let client = Client::connect(cluster.brokers()[0].addr).await?;
     Ok((cluster, client))
+}
+
+/// A retention deletion as journaled ([`ClusterOperation::Retention`]): its entry's seq and
+/// broker, topic, partition, the log start offset after it and the bytes deleted.
+type Retained = (u64, i32, String, i32, i64, u64);
+
+/// Every retention deletion in the journal, in seq order.
+fn retained(cluster: &Cluster) -> Vec<Retained> {
+    cluster
+        .journal()
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.operation {
+            Some(ClusterOperation::Retention {
+                topic,
+                partition,
+                log_start_offset,
+                deleted_bytes,
+            }) => Some((
+                e.seq,
+                e.broker,
+                topic.clone(),
+                *partition,
+                *log_start_offset,
+                *deleted_bytes,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The seq of the journaled Produce request whose batch went to `base_offset` of `topic`.
+fn produce_seq(cluster: &Cluster, topic: &str, base_offset: i64) -> Result<u64> {
+    let journal = cluster.journal();
+    let found = journal.api("Produce").find(|e| match &e.request {
+        Some(RequestSummary::Produce(p)) => p
+            .partitions
+            .iter()
+            .any(|p| p.topic == topic && p.base_offset == Some(base_offset)),
+        _ => false,
+    });
+    found
+        .map(|e| e.seq)
+        .with_context(|| format!("no Produce to {topic} at offset {base_offset} journaled"))
+}
+
+/// DeleteRecords v2 of partition 0 of `topic` up to `offset`, answered without error.
+async fn delete_records(client: &Client, topic: &str, offset: i64) -> Result<()> {
+    let request = DeleteRecordsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![DeleteRecordsPartition::default()
+                .with_partition_index(0)
+                .with_offset(offset)])]);
+    let answer = client.send(request, 2).await?;
+    code_is(
+        "DeleteRecords",
+        answer.topics[0].partitions[0].error_code,
+        None,
+    )
 }
 
 /// A one-record batch with a `value_len`-byte value and timestamp `timestamp`.
@@ -188,6 +249,17 @@ async fn retention_bytes_deletes_whole_segments_on_append() -> Result<()> {
         20,
     )?;
     same("log size after 31", log_size(&client, "r").await?, 11 * b)?;
+    // Each deletion is journaled right after the Produce request whose append made it, on
+    // broker 1, the partition's leader.
+    let after = |offset| produce_seq(&cluster, "r", offset).map(|seq| seq + 1);
+    same(
+        "journaled retention",
+        retained(&cluster),
+        vec![
+            (after(20)?, 1, "r".to_owned(), 0, 10, (10 * b) as u64),
+            (after(30)?, 1, "r".to_owned(), 0, 20, (10 * b) as u64),
+        ],
+    )?;
     cluster.shutdown().await;
     Ok(())
 }
@@ -220,6 +292,15 @@ async fn retention_ms_deletes_segments_whose_largest_timestamp_is_older() -> Res
     )?;
     same("EARLIEST", list_offset(&client, "t", -2).await?, 3)?;
     same("log size after", log_size(&client, "t").await?, 2 * b)?;
+    let journaled: Vec<_> = retained(&cluster)
+        .into_iter()
+        .map(|(_, broker, topic, partition, start, bytes)| (broker, topic, partition, start, bytes))
+        .collect();
+    same(
+        "journaled retention",
+        journaled,
+        vec![(1, "t".to_owned(), 0, 3, (3 * b) as u64)],
+    )?;
     let (code, _) = fetch(&client, "t", 0).await?;
     code_is(
         "Fetch of offset 0",
@@ -274,32 +355,27 @@ async fn the_timer_deletes_and_delete_records_frees_whole_segments() -> Result<(
     let b = batch_size(10)?;
     // DeleteRecords to 3 moves the log start at once; the segments wholly below it (offsets 0,
     // 1 and 2) go at the timer's next check.
-    let request = DeleteRecordsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(vec![DeleteRecordsTopic::default()
-            .with_name(name("d"))
-            .with_partitions(vec![DeleteRecordsPartition::default()
-                .with_partition_index(0)
-                .with_offset(3)])]);
-    let answer = client.send(request, 2).await?;
-    code_is(
-        "DeleteRecords",
-        answer.topics[0].partitions[0].error_code,
-        None,
-    )?;
+    delete_records(&client, "d", 3).await?;
     same("EARLIEST", list_offset(&client, "d", -2).await?, 3)?;
-    // Polled: the timer's check is the event, and it is not journaled.
-    tokio::time::timeout(HANG_GUARD, async {
-        loop {
-            match log_size(&client, "d").await {
-                Ok(size) if size == b => return Ok(()),
-                Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                Err(e) => return Err(e),
-            }
-        }
-    })
-    .await
-    .context("the retention timer never deleted the segments below the log start")??;
+    // The timer's deletion is journaled: awaited (HANG_GUARD only catches a hang).
+    let deletion = cluster
+        .wait_for(
+            |e| matches!(e.operation, Some(ClusterOperation::Retention { .. })),
+            HANG_GUARD,
+        )
+        .await
+        .context("the retention timer never deleted the segments below the log start")?;
+    same(
+        "the timer's deletion",
+        deletion.operation,
+        Some(ClusterOperation::Retention {
+            topic: "d".to_owned(),
+            partition: 0,
+            log_start_offset: 3,
+            deleted_bytes: (3 * b) as u64,
+        }),
+    )?;
+    same("log size after the timer", log_size(&client, "d").await?, b)?;
     cluster.shutdown().await;
     Ok(())
 }
@@ -371,19 +447,7 @@ async fn past_the_cap_produce_is_refused_with_kafka_storage_error() -> Result<()
         ],
     )?;
     // Retention frees room again: DeleteRecords to 2, and the two segments below it go.
-    let request = DeleteRecordsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(vec![DeleteRecordsTopic::default()
-            .with_name(name("s"))
-            .with_partitions(vec![DeleteRecordsPartition::default()
-                .with_partition_index(0)
-                .with_offset(2)])]);
-    let answer = client.send(request, 2).await?;
-    code_is(
-        "DeleteRecords",
-        answer.topics[0].partitions[0].error_code,
-        None,
-    )?;
+    delete_records(&client, "s", 2).await?;
     same(
         "partitions whose log start moved",
         cluster.check_retention(),

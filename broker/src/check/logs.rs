@@ -172,7 +172,7 @@ mod tests {
             };
             let bytes =
                 kmock_client::encode_batch(&[record.clone(), record], Compression::None).unwrap();
-            log.append(batch::validate(&bytes, &rules).unwrap(), 0, None);
+            log.append(batch::validate(&bytes, &rules).unwrap(), 0, None, 0);
         }
         state
     }

@@ -457,7 +457,7 @@ const COORDINATOR_APIS: &[ApiKey] = &[
 /// The rules in force at the start: none, or COORDINATOR_LOAD_IN_PROGRESS on every
 /// [`COORDINATOR_APIS`] request until `load` after the start.
 fn coordinator_load_rules(seed: u64, load: Option<std::time::Duration>) -> Result<Rules, Error> {
-    let mut rules = Rules::new(seed);
+    let mut rules = Rules::new(seed, crate::handlers::IMPLEMENTED);
     if let Some(load) = load {
         for api in COORDINATOR_APIS {
             let rule = Rule::on(*api)

@@ -170,10 +170,11 @@ impl Cluster {
     /// Runs Kafka's retention check on every partition now, as the timer does every
     /// [`ClusterBuilder::retention_check_interval`] (`retention.ms`, `retention.bytes`, and
     /// segments wholly below a DeleteRecords' log start offset), so that a test need not wait
-    /// for the timer. Returns how many partitions' log start offsets moved.
+    /// for the timer. Each partition it deletes from is journaled
+    /// ([`crate::journal::ClusterOperation::Retention`]). Returns how many partitions' log start
+    /// offsets moved.
     pub fn check_retention(&self) -> usize {
-        let now_ms = self.inner.shared.now_ms();
-        self.inner.shared.state().delete_old_segments(now_ms)
+        check_retention(&self.inner.shared)
     }
 
     /// Node id of the leader of `topic`/`partition` (-1 while offline), if the partition
@@ -401,14 +402,28 @@ async fn retention_timer(shared: Arc<Shared>, shutdown: CancellationToken) {
         tokio::select! {
             () = shutdown.cancelled() => break,
             _ = ticks.tick() => {
-                let now_ms = shared.now_ms();
-                let moved = shared.state().delete_old_segments(now_ms);
+                let moved = check_retention(&shared);
                 if moved > 0 {
                     tracing::debug!(partitions = moved, "retention moved log start offsets");
                 }
             }
         }
     }
+}
+
+/// Kafka's retention check on every partition at the wall clock now, each partition it deleted
+/// from journaled while the state is still locked (so no request answered after the deletion
+/// is numbered before it). Returns how many partitions' log start offsets moved.
+fn check_retention(shared: &Shared) -> usize {
+    let now_ms = shared.now_ms();
+    let mut state = shared.state();
+    let deleted = state.delete_old_segments(now_ms);
+    for (topic, partition, leader, d) in &deleted {
+        let operation = crate::journal::ClusterOperation::retention(topic, *partition, *d);
+        shared.journal.record_operation(*leader, operation);
+    }
+    drop(state);
+    deleted.iter().filter(|(.., d)| d.moved).count()
 }
 
 fn bootstrap(brokers: &[BrokerInfo]) -> String {

@@ -12,6 +12,7 @@
 //! every topic) names every topic: a `topic` matcher matches it, whatever its topic.
 
 use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::VersionRange;
 
 use super::Rule;
 use crate::journal::{Entry, RequestSummary};
@@ -90,10 +91,14 @@ const READ: &[(&str, &[ApiKey], &[ApiKey])] = {
     ]
 };
 
-/// Refuses a rule whose matchers can never match a request of its API.
-pub(super) fn check(rule: &Rule) -> Result<(), String> {
+/// Refuses a rule whose matchers can never match a request of its API, given the versions kmock
+/// implements of each API (`handlers::supported_versions`).
+pub(super) fn check(
+    rule: &Rule,
+    versions: fn(ApiKey) -> Option<VersionRange>,
+) -> Result<(), String> {
     let api = rule.api;
-    let Some(implemented) = crate::handlers::supported_versions(api) else {
+    let Some(implemented) = versions(api) else {
         return Err(format!(
             "kmock does not implement {api:?}: its requests close their connection before \
              any rule sees them, so a rule on {api:?} would never fire"

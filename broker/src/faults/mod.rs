@@ -24,19 +24,19 @@
 //! A rule that could never fire (a matcher for a field its API lacks, an empty window) is
 //! refused when added ([`matchers`]).
 
-mod errors;
 mod matchers;
 mod rule;
 
 use std::ops::{Bound, RangeBounds};
 use std::time::Duration;
 
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::VersionRange;
 use kafka_protocol::ResponseError;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::time::Instant;
 
-pub(crate) use errors::{error_response, supports_error, with_throttle};
 pub use rule::{Action, Rule, Times};
 
 use crate::journal::Entry;
@@ -83,9 +83,23 @@ pub struct RuleStats {
     pub until_at_us: Option<u64>,
 }
 
+/// What kmock's handlers implement, as a rule is checked against it: given by the handlers
+/// (`handlers::IMPLEMENTED`) to whoever makes [`Rules`] or checks a [`Rule`], so that the
+/// rules, which say which fault fires, never import the handlers, which build the answers
+/// (`handlers::fault_answers`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Implemented {
+    /// The versions kmock implements for an API, `None` if it does not implement it.
+    pub versions: fn(ApiKey) -> Option<VersionRange>,
+    /// Whether an `error(code)` action can answer an API's requests.
+    pub errors: fn(ApiKey) -> bool,
+}
+
 /// Every rule in force on a cluster.
 #[derive(Debug)]
 pub(crate) struct Rules {
+    /// What the handlers implement, which a rule added is checked against.
+    implemented: Implemented,
     /// The cluster's start, on the clock the journal's `at_us` reads.
     started: Instant,
     seed: u64,
@@ -111,8 +125,11 @@ pub(crate) struct Fired {
 }
 
 impl Rules {
-    pub fn new(seed: u64) -> Self {
+    /// No rule yet; counts draw from generators seeded by `seed`, and rules added are checked
+    /// against what the handlers `implemented`.
+    pub fn new(seed: u64, implemented: Implemented) -> Self {
         Self {
+            implemented,
             started: Instant::now(),
             seed,
             next_id: 1,
@@ -133,14 +150,14 @@ impl Rules {
     /// A sentence when the rule has no action, an error action for an API kmock cannot
     /// answer with an error, or it could never fire (`Rule::check_possible`).
     pub fn add(&mut self, rule: Rule) -> Result<u64, String> {
-        rule.check_possible()?;
+        rule.check_possible(self.implemented)?;
         let Some(action) = rule.action.clone() else {
             return Err(format!(
                 "the rule on {:?} has no action (delay, disconnect, error, …)",
                 rule.api
             ));
         };
-        if matches!(action, Action::Error(_)) && !supports_error(rule.api) {
+        if matches!(action, Action::Error(_)) && !(self.implemented.errors)(rule.api) {
             return Err(format!(
                 "kmock cannot inject errors into {:?} answers yet",
                 rule.api

@@ -307,8 +307,8 @@ impl Rule {
     ///
     /// # Errors
     /// A sentence naming the matcher and the API.
-    pub(crate) fn check_possible(&self) -> Result<(), String> {
-        matchers::check(self)?;
+    pub(crate) fn check_possible(&self, implemented: super::Implemented) -> Result<(), String> {
+        matchers::check(self, implemented.versions)?;
         if let (Some(after), Some(until)) = (self.window.after, self.window.until) {
             if until <= after {
                 return Err(format!(

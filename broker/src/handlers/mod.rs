@@ -32,6 +32,7 @@ pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod elect_leaders;
 pub mod end_txn;
+pub(crate) mod fault_answers;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -243,6 +244,15 @@ pub const REGISTRY: &[(ApiKey, VersionRange)] = &[
     ),
     (ApiKey::UpdateFeatures, update_features::VERSIONS),
 ];
+
+/// What kmock implements, for the fault rules to refuse a rule that could never fire
+/// ([`crate::faults::Rules::new`], [`crate::faults::Rule::check_possible`]): the versions of
+/// each API ([`supported_versions`]) and the APIs an `error(code)` action can answer
+/// ([`fault_answers::supports_error`]).
+pub(crate) const IMPLEMENTED: crate::faults::Implemented = crate::faults::Implemented {
+    versions: supported_versions,
+    errors: fault_answers::supports_error,
+};
 
 /// The versions kmock implements for `api`, `None` if it does not implement it.
 pub fn supported_versions(api: ApiKey) -> Option<VersionRange> {

@@ -229,7 +229,8 @@ fn rule(dice: &mut Dice, api: &str, traffic: &Traffic, fatal: bool) -> RuleSpec 
     };
     let (retriable, recoverable, fatal_errors) = errors(api);
     let can_error = !retriable.is_empty()
-        && crate::scenario::api_named(api).is_ok_and(crate::faults::supports_error);
+        && crate::scenario::api_named(api)
+            .is_ok_and(crate::handlers::fault_answers::supports_error);
     let action = dice.weighted(&[3, u32::from(can_error) * 3, 2, 2, 1, 1]);
     let mut delay = || Duration::from_millis(DELAYS_MS[dice.below(DELAYS_MS.len())]);
     match action {

@@ -16,8 +16,9 @@
 //! connections complete in any order, its lines are in completion order — sort by `seq` for
 //! arrival order.
 //!
-//! Cluster operations (a broker taken down or brought up, a leader or coordinator moved) are
-//! entries of their own, numbered in the same order, with [`Entry::operation`] set and no API.
+//! Cluster operations (a broker taken down or brought up, a leader or coordinator moved) and
+//! retention's deletions are entries of their own, numbered in the same order, with
+//! [`Entry::operation`] set and no API.
 
 mod admin_summary;
 mod consumer_summary;
@@ -164,6 +165,23 @@ pub enum ClusterOperation {
         /// The change (empty when it already coordinated the id).
         leader_changes: Vec<LeaderChange>,
     },
+    /// Retention deleted a partition's oldest segments, as Kafka's `UnifiedLog
+    /// .deleteOldSegments` does (past `retention.bytes` or `retention.ms`, or wholly below the
+    /// log start offset a DeleteRecords set): on the retention timer, at
+    /// [`crate::Cluster::check_retention`], or after a Produce append (the `retention.bytes`
+    /// pass alone, numbered after that Produce request). The entry's `broker` is the
+    /// partition's leader. Kafka logs these deletions; nothing tells a client.
+    Retention {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// The log start offset after the deletion (where a DeleteRecords had already set it,
+        /// when the segments deleted lay wholly below it).
+        log_start_offset: i64,
+        /// Bytes of record batches deleted.
+        deleted_bytes: u64,
+    },
     /// The cluster started afresh ([`crate::Cluster::reset`]): checks forget what came
     /// before. Written to a JSON Lines sink and to subscribers only, since the journal in
     /// memory is emptied by it.
@@ -179,7 +197,21 @@ impl ClusterOperation {
             | Self::MoveLeader { leader_changes, .. }
             | Self::MoveCoordinator { leader_changes, .. }
             | Self::MoveTransactionCoordinator { leader_changes, .. } => leader_changes,
-            Self::Reset => &[],
+            Self::Retention { .. } | Self::Reset => &[],
+        }
+    }
+
+    /// The [`Self::Retention`] entry of what retention `deleted` from `topic`'s `partition`.
+    pub(crate) fn retention(
+        topic: &str,
+        partition: i32,
+        deleted: crate::state::topics::Deleted,
+    ) -> Self {
+        Self::Retention {
+            topic: topic.to_owned(),
+            partition,
+            log_start_offset: deleted.log_start_offset,
+            deleted_bytes: deleted.bytes,
         }
     }
 }

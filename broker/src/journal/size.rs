@@ -186,7 +186,7 @@ impl Heap for RequestSummary {
 impl Heap for ClusterOperation {
     fn heap(&self) -> usize {
         let named = match self {
-            Self::MoveLeader { topic, .. } => topic.heap(),
+            Self::MoveLeader { topic, .. } | Self::Retention { topic, .. } => topic.heap(),
             Self::MoveCoordinator { group_id, .. } => group_id.heap(),
             Self::MoveTransactionCoordinator {
                 transactional_id, ..

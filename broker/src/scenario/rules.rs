@@ -239,7 +239,7 @@ impl RuleSpec {
             actions.push(rule.clone().silence());
         }
         if let Some(e) = &self.error {
-            if !crate::faults::supports_error(api) {
+            if !crate::handlers::fault_answers::supports_error(api) {
                 return Err(format!(
                     "kmock cannot inject errors into {api:?} answers yet"
                 ));
@@ -266,7 +266,7 @@ impl RuleSpec {
             };
             rule = rule.expect(times);
         }
-        rule.check_possible()?;
+        rule.check_possible(crate::handlers::IMPLEMENTED)?;
         Ok(rule)
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::{Arrived, ConnCtx};
 use crate::codec::{self, CodecError, Decoded};
-use crate::faults::{self, Fired};
+use crate::faults::Fired;
 use crate::handlers::{self, Answer, Ctx, ProducedDigests};
 use crate::outbox::{add_digests, Outbox};
 
@@ -221,7 +221,7 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
             }
             let injected = fired.error.and_then(|e| {
                 let topic = fired.error_topic.as_deref();
-                faults::error_response(ctx, &request.body, version, e, topic)
+                handlers::fault_answers::error_response(ctx, &request.body, version, e, topic)
             });
             let body = match injected {
                 Some(body) => body,
@@ -246,7 +246,7 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
     };
     if let Some(throttle) = fired.throttle {
         let ms = throttle.as_millis().min(i32::MAX as u128) as i32;
-        if !faults::with_throttle(&mut body, version, ms) {
+        if !handlers::fault_answers::with_throttle(&mut body, version, ms) {
             // No throttle field at this version: throttle by holding the answer, as brokers
             // did before KIP-219.
             tokio::time::sleep(throttle).await;

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use crate::arrival::{Arrived, ConnCtx};
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
-use crate::faults::{self, Fired};
+use crate::faults::Fired;
 use crate::handlers::{self, Ctx, Digests, ProducedDigests};
 use crate::outbox::{add_digests, Outbox};
 use crate::proxy::rewrite::{self, REWRITTEN};
@@ -193,7 +193,7 @@ async fn send(
                     fired.error_topic.as_deref(),
                 )))
             }
-            (Some(error), Some(request)) => faults::error_response(
+            (Some(error), Some(request)) => handlers::fault_answers::error_response(
                 &handler_ctx,
                 &request.body,
                 request.version,
@@ -400,7 +400,7 @@ async fn answer(
             let ms = throttle.as_millis().min(i32::MAX as u128) as i32;
             let set = body.as_deref_mut().is_some_and(|b| {
                 let version = api.map_or(version, |a| rewrite::answer_version(a, version));
-                faults::with_throttle(b, version, ms)
+                handlers::fault_answers::with_throttle(b, version, ms)
             });
             changed |= set;
             if !set {

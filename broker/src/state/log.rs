@@ -103,21 +103,13 @@ impl PartitionLog {
         self.policy = policy;
     }
 
-    /// Appends a validated batch, assigning offsets from the log end offset; a new segment
-    /// starts at it when Kafka's would ([`Segment::should_roll`], against the wall clock).
+    /// Appends a validated batch at wall-clock `now_ms` (ms since the Unix epoch, as the
+    /// request read it once), assigning offsets from the log end offset; a new segment starts
+    /// at it when Kafka's would ([`Segment::should_roll`], against `now_ms`).
     ///
-    /// `log_append_time_ms` is `Some(now)` for a topic with `message.timestamp.type=LogAppendTime`.
+    /// `log_append_time_ms` is `Some(now_ms)` for a topic with
+    /// `message.timestamp.type=LogAppendTime`.
     pub fn append(
-        &mut self,
-        batch: ValidBatch,
-        leader_epoch: i32,
-        log_append_time_ms: Option<i64>,
-    ) -> Appended {
-        self.append_at(batch, leader_epoch, log_append_time_ms, wall_clock_ms())
-    }
-
-    /// [`Self::append`] at wall-clock time `now_ms`.
-    pub fn append_at(
         &mut self,
         batch: ValidBatch,
         leader_epoch: i32,
@@ -303,10 +295,16 @@ impl PartitionLog {
     /// and closes the producer's transaction on this partition; an abort goes into the aborted
     /// index, from the transaction's first offset (or the marker's, when it wrote nothing here)
     /// to the marker, as Kafka's `ProducerAppendInfo.appendEndTxnMarker`. Returns the marker's
-    /// offset.
-    pub fn append_marker(&mut self, marker: ValidBatch, commit: bool, leader_epoch: i32) -> i64 {
+    /// offset. `now_ms` is the wall clock the transaction's end read.
+    pub fn append_marker(
+        &mut self,
+        marker: ValidBatch,
+        commit: bool,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> i64 {
         let producer_id = marker.info.producer_id;
-        let offset = self.append(marker, leader_epoch, None).base_offset;
+        let offset = self.append(marker, leader_epoch, None, now_ms).base_offset;
         let first_offset = self.ongoing.remove(&producer_id).unwrap_or(offset);
         if !commit {
             self.aborted.push(AbortedTxn {
@@ -381,11 +379,4 @@ impl PartitionLog {
             .filter(|b| b.max_timestamp >= newest)
             .find_map(|b| b.bytes.first_record_at_or_after(newest, i64::MIN))
     }
-}
-
-/// Wall-clock now in ms since the Unix epoch.
-fn wall_clock_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

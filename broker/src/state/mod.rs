@@ -26,7 +26,7 @@ use uuid::Uuid;
 use crate::KafkaVersion;
 
 use producers::ProducerIds;
-use topics::{Partition, Topic};
+use topics::{Deleted, Partition, Topic};
 
 /// Everything a request can change.
 #[derive(Debug)]
@@ -246,15 +246,18 @@ impl ClusterState {
     }
 
     /// Kafka's retention check (`LogManager.cleanupLogs`) at wall-clock `now_ms` on every
-    /// partition of every topic ([`Partition::delete_old_segments`], every pass). Returns how
-    /// many partitions' log start offsets moved.
-    pub fn delete_old_segments(&mut self, now_ms: i64) -> usize {
-        self.topics
-            .values_mut()
-            .flat_map(|t| t.partitions.iter_mut())
-            .map(|p| p.delete_old_segments(now_ms, false))
-            .filter(|moved| *moved)
-            .count()
+    /// partition of every topic ([`Partition::delete_old_segments`], every pass). Returns each
+    /// partition it deleted from: topic, partition, leader and what went, in topic order.
+    pub fn delete_old_segments(&mut self, now_ms: i64) -> Vec<(String, i32, i32, Deleted)> {
+        let mut deleted = Vec::new();
+        for (name, topic) in &mut self.topics {
+            for (index, p) in topic.partitions.iter_mut().enumerate() {
+                if let Some(d) = p.delete_old_segments(now_ms, false) {
+                    deleted.push((name.clone(), index as i32, p.leader, d));
+                }
+            }
+        }
+        deleted
     }
 
     /// The topic with this id.

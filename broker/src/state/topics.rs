@@ -12,6 +12,18 @@ use super::segments::StoredTotal;
 use super::topic_configs::{effective, ParsedConfigs};
 pub use super::topic_configs::{validate_configs, TOPIC_CONFIG_DEFAULTS};
 
+/// What one retention check deleted from a partition's log ([`Partition::delete_old_segments`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted {
+    /// The log start offset after the deletion.
+    pub log_start_offset: i64,
+    /// Whether the log start offset moved; it does not when the segments deleted lay wholly
+    /// below the log start offset a DeleteRecords had set.
+    pub moved: bool,
+    /// Bytes of record batches deleted.
+    pub bytes: u64,
+}
+
 /// One partition: its replicas, leader, leader epoch history and log.
 #[derive(Debug)]
 pub struct Partition {
@@ -50,7 +62,10 @@ impl Partition {
     /// Appends a validated batch after Kafka's producer state checks
     /// ([`super::producer_state`]); a duplicate is not appended and answers with where the
     /// original went. With `max_stored_bytes`, a batch that would take the cluster's stored
-    /// bytes past it is not appended either.
+    /// bytes past it is not appended either. `now_ms` is the wall clock (ms since the Unix
+    /// epoch) the Produce request read once, which the segment roll goes by (as does the
+    /// `retention.bytes` check the Produce handler runs after the append,
+    /// [`Self::delete_old_segments`]).
     ///
     /// # Errors
     /// The Kafka error and the rule broken, when the producer state refuses the batch;
@@ -63,6 +78,7 @@ impl Partition {
         log_append_time_ms: Option<i64>,
         without_state: WithoutState,
         max_stored_bytes: Option<u64>,
+        now_ms: i64,
     ) -> Result<Appended, (ResponseError, String)> {
         let info = batch.info;
         match self.producers.check(&info, without_state) {
@@ -79,14 +95,11 @@ impl Partition {
                         ));
                     }
                 }
-                let appended = self
-                    .log
-                    .append(batch, self.leader_epoch, log_append_time_ms);
+                let appended =
+                    self.log
+                        .append(batch, self.leader_epoch, log_append_time_ms, now_ms);
                 self.producers
                     .record(&info, appended.base_offset, appended.log_append_time_ms);
-                // kmock's retention check on append: `retention.bytes` only (see
-                // [`Self::delete_old_segments`]).
-                self.delete_old_segments(wall_clock_ms(), true);
                 Ok(appended)
             }
             Verdict::Duplicate {
@@ -157,12 +170,19 @@ impl Partition {
     ///
     /// kmock runs the `retention.bytes` pass after every append, and every pass on a timer
     /// (`ClusterBuilder::retention_check_interval`, Kafka's `log.retention.check.interval.ms`).
-    pub fn delete_old_segments(&mut self, now_ms: i64, size_only: bool) -> bool {
+    /// Returns what it deleted, `None` when nothing.
+    pub fn delete_old_segments(&mut self, now_ms: i64, size_only: bool) -> Option<Deleted> {
+        let size = self.log.size();
         let moved = self.log.delete_old_segments(now_ms, size_only).is_some();
         if moved {
             self.truncate_epochs_from_start();
         }
-        moved
+        let bytes = size - self.log.size();
+        (moved || bytes > 0).then(|| Deleted {
+            log_start_offset: self.log.log_start_offset(),
+            moved,
+            bytes,
+        })
     }
 
     /// The leader epoch history forgets what starts below the log start offset: the last
@@ -413,11 +433,4 @@ pub fn validate_name(name: &str) -> Result<(), String> {
         )),
         None => Ok(()),
     }
-}
-
-/// Wall-clock now in ms since the Unix epoch.
-fn wall_clock_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -1,17 +1,16 @@
 //! Error paths of the log's APIs: record batches whose header disagrees with their records
 //! (last offset delta, record count, base offset), ListOffsets with leader epochs and at
 //! READ_COMMITTED, Fetch at each version, OffsetForLeaderEpoch, DescribeCluster, and a group's
-//! Heartbeat between JoinGroup and SyncGroup and LeaveGroup of several members at once.
+//! Heartbeat between JoinGroup and SyncGroup (LeaveGroup of several members at once is
+//! `groups::classic_admin`'s `leave_group_batch_of_members`).
 
 use anyhow::Result;
-use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    DescribeClusterRequest, GroupId, LeaveGroupRequest, ListOffsetsRequest,
-    OffsetForLeaderEpochRequest,
+    DescribeClusterRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest,
 };
 use kmock_client::record;
 
@@ -19,7 +18,7 @@ use super::batches::{reseal, v2};
 use super::fetch::fetch;
 use super::offsets::three_records;
 use super::produce::produce_labelled;
-use super::{answered, case, err, name, text, Case, Ctx, Lines};
+use super::{answered, case, err, name, Case, Ctx, Lines};
 
 pub const CASES: &[Case] = &[
     case!(produce_batch_last_offset_delta_wrong),
@@ -30,7 +29,6 @@ pub const CASES: &[Case] = &[
     case!(offset_for_leader_epoch_edges),
     case!(describe_cluster_versions),
     case!(heartbeat_between_join_and_sync),
-    case!(leave_group_several_members),
 ];
 
 /// Byte offset of a v2 batch's last offset delta (i32).
@@ -206,41 +204,4 @@ async fn heartbeat_between_join_and_sync(cx: Ctx) -> Result<Lines> {
     let synced = super::groups::sync(&client, &group, &member, generation, true).await?;
     lines.push(format!("sync: {synced}"));
     Ok(lines)
-}
-
-async fn leave_group_several_members(cx: Ctx) -> Result<Lines> {
-    let client = cx.connect().await?;
-    let group = cx.topic("g");
-    let (member, _) = super::groups::stable_member(&client, &group).await?;
-    let request = LeaveGroupRequest::default()
-        .with_group_id(GroupId(text(&group)))
-        .with_members(vec![
-            MemberIdentity::default().with_member_id(text("ghost")),
-            MemberIdentity::default().with_member_id(text(&member)),
-            MemberIdentity::default()
-                .with_member_id(text(""))
-                .with_group_instance_id(Some(text("nobody"))),
-        ]);
-    let answer = client.send(request, 5).await?;
-    let members: Vec<String> = answer
-        .members
-        .iter()
-        .map(|m| {
-            let who = if m.member_id.as_str() == member {
-                "member"
-            } else {
-                m.member_id.as_str()
-            };
-            format!(
-                "{who:?}/{:?} {}",
-                m.group_instance_id.as_deref().unwrap_or("null"),
-                err(m.error_code)
-            )
-        })
-        .collect();
-    Ok(vec![format!(
-        "leave: {} [{}]",
-        err(answer.error_code),
-        members.join(", ")
-    )])
 }

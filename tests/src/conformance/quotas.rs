@@ -15,6 +15,7 @@ use kafka_protocol::messages::{
     alter_client_quotas_request as alter, describe_client_quotas_request as describe,
     AlterClientQuotasRequest, DescribeClientQuotasRequest,
 };
+use kafka_protocol::protocol::StrBytes;
 use kmock_client::Client;
 
 use super::{case, err, text, Case, Ctx, Lines};
@@ -65,9 +66,13 @@ fn shorten(cx: &Ctx, text: &str) -> String {
     out
 }
 
-fn entity_line(cx: &Ctx, entity: &[(String, Option<String>)]) -> String {
+/// An answer's entity (type, name) as `type=name` pairs, the name shortened (`<default>` for
+/// null), sorted and joined by commas.
+fn entity_line<'a>(
+    cx: &Ctx,
+    entity: impl Iterator<Item = (&'a StrBytes, Option<&'a StrBytes>)>,
+) -> String {
     let mut parts: Vec<String> = entity
-        .iter()
         .map(|(k, v)| match v {
             Some(v) => format!("{k}={}", cx.short(v)),
             None => format!("{k}=<default>"),
@@ -120,16 +125,10 @@ async fn alter_quotas(
         .entries
         .iter()
         .map(|e| {
-            let entity: Vec<(String, Option<String>)> = e
+            let entity = e
                 .entity
                 .iter()
-                .map(|d| {
-                    (
-                        d.entity_type.to_string(),
-                        d.entity_name.as_ref().map(ToString::to_string),
-                    )
-                })
-                .collect();
+                .map(|d| (&d.entity_type, d.entity_name.as_ref()));
             let message = e
                 .error_message
                 .as_ref()
@@ -137,7 +136,7 @@ async fn alter_quotas(
                 .unwrap_or_default();
             format!(
                 "  {}: {}{message}",
-                entity_line(cx, &entity),
+                entity_line(cx, entity),
                 err(e.error_code)
             )
         })
@@ -192,23 +191,17 @@ async fn describe_quotas(
             })
         })
         .map(|e| {
-            let entity: Vec<(String, Option<String>)> = e
+            let entity = e
                 .entity
                 .iter()
-                .map(|d| {
-                    (
-                        d.entity_type.to_string(),
-                        d.entity_name.as_ref().map(ToString::to_string),
-                    )
-                })
-                .collect();
+                .map(|d| (&d.entity_type, d.entity_name.as_ref()));
             let mut values: Vec<String> = e
                 .values
                 .iter()
                 .map(|v| format!("{}={}", v.key.as_str(), v.value))
                 .collect();
             values.sort();
-            format!("  {}: {}", entity_line(cx, &entity), values.join(" "))
+            format!("  {}: {}", entity_line(cx, entity), values.join(" "))
         })
         .collect();
     entries.sort();

@@ -5,6 +5,7 @@ use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::ResponseError;
 
 use super::super::Ctx;
+use crate::journal::ClusterOperation;
 use crate::state::batch;
 use crate::state::producer_state::WithoutState;
 use crate::state::topics::{Partition, Topic};
@@ -103,14 +104,28 @@ pub(super) fn append(
     } else {
         WithoutState::AnySequence
     };
+    let log_end = partition.log.log_end_offset();
     let appended = partition
         .append(
             valid,
             log_append_time,
             without_state,
             ctx.shared.config.max_stored_bytes,
+            request.now_ms,
         )
         .map_err(|(error, reason)| (error, Some(reason)))?;
+    // kmock's retention check on append (a duplicate appends nothing): the `retention.bytes`
+    // pass alone (`Partition::delete_old_segments`), journaled after this request as the
+    // timer's are.
+    let deleted = (partition.log.log_end_offset() > log_end)
+        .then(|| partition.delete_old_segments(request.now_ms, true))
+        .flatten();
+    if let Some(deleted) = deleted {
+        let operation = ClusterOperation::retention(&topic_name, index, deleted);
+        ctx.shared
+            .journal
+            .record_operation(partition.leader, operation);
+    }
     Ok(PartitionProduceResponse::default()
         .with_index(index)
         .with_base_offset(appended.base_offset)

@@ -31,7 +31,7 @@ fn batch_size() -> i64 {
 fn log_with(policy: LogPolicy, stored: &StoredTotal, timestamps: &[i64]) -> PartitionLog {
     let mut log = PartitionLog::new(stored.clone(), policy);
     for &ts in timestamps {
-        log.append_at(batch_at(ts), 0, None, T0);
+        log.append(batch_at(ts), 0, None, T0);
     }
     log
 }
@@ -127,10 +127,7 @@ fn the_active_segment_goes_too_and_the_log_starts_at_its_end() {
     assert_eq!(stored.get(), 0);
     // An empty last segment is never deleted.
     assert_eq!(log.delete_old_segments(T0 + 5000, false), None);
-    assert_eq!(
-        log.append_at(batch_at(T0 + 6000), 0, None, T0).base_offset,
-        2
-    );
+    assert_eq!(log.append(batch_at(T0 + 6000), 0, None, T0).base_offset, 2);
     assert_eq!(bases(&log), vec![2]);
 }
 

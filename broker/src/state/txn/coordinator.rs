@@ -356,7 +356,7 @@ impl ClusterState {
             };
             let marker =
                 control::marker(producer_id, marker_epoch, commit, coordinator_epoch, now_ms);
-            let offset = p.log.append_marker(marker, commit, p.leader_epoch);
+            let offset = p.log.append_marker(marker, commit, p.leader_epoch, now_ms);
             p.producers
                 .record_marker(producer_id, marker_epoch, coordinator_epoch, now_ms);
             markers.push(MarkerWritten {

@@ -180,6 +180,7 @@ function opLabel(op) {
     move_leader: o.topic + '-' + o.partition + ' leader → ' + o.node_id,
     move_coordinator: 'group ' + o.group_id + ' coordinator → ' + o.node_id,
     move_transaction_coordinator: 'txn ' + o.transactional_id + ' coordinator → ' + o.node_id,
+    retention: o.topic + '-' + o.partition + ' retention → log start ' + o.log_start_offset,
     reset: 'reset' }[o.op];
   return what || o.op;
 }

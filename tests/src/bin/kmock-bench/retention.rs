@@ -52,7 +52,8 @@ pub fn run(bench: &Bench) -> Result<Vec<Row>> {
     )
     .note(format!(
         "records kept at most {PARTITIONS} × ({} + {}) MiB = {} MiB; the journal's entries (one \
-         a request here) are bounded by journal_max_bytes, 512 MiB",
+         a request, and one a deletion by retention, here) are bounded by journal_max_bytes, \
+         512 MiB",
         retention >> 20,
         segment >> 20,
         bound >> 20

@@ -7,12 +7,13 @@
 use anyhow::Result;
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
-    DeleteGroupsRequest, GroupId,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatResponse, DeleteGroupsRequest, GroupId,
 };
 use kmock_client::Client;
 
-use super::{coordinator, stable_member, until_served, ErrorCode};
+use super::{
+    assigned_line, consumer_heartbeat, coordinator, stable_member, until_served, ErrorCode,
+};
 use crate::conformance::{answered, case, err, text, Case, Ctx, Lines};
 use crate::consumer_group::{self, beat, offset_commit, offset_fetch};
 
@@ -28,15 +29,6 @@ pub const CASES: &[Case] = &[
     case!(offset_fetch_with_a_member_epoch_of_a_classic_group),
 ];
 
-/// Sends a heartbeat at `version`, again while the coordinator loads.
-async fn send_at(
-    client: &Client,
-    version: i16,
-    request: ConsumerGroupHeartbeatRequest,
-) -> Result<ConsumerGroupHeartbeatResponse> {
-    until_served(client, version, || request.clone()).await
-}
-
 /// An answer as a line: error and message (with `group` shortened), or the epoch relative to
 /// `base` and how many partitions it assigns.
 fn line(cx: &Ctx, what: &str, answer: &ConsumerGroupHeartbeatResponse, base: i32) -> String {
@@ -50,15 +42,7 @@ fn line(cx: &Ctx, what: &str, answer: &ConsumerGroupHeartbeatResponse, base: i32
                 .map(|m| m.as_str().replace(&cx.topic("g"), "<g>"))
         );
     }
-    format!(
-        "{what}: NONE epoch {:+} {:?} partitions",
-        answer.member_epoch - base,
-        answer.assignment.as_ref().map(|a| a
-            .topic_partitions
-            .iter()
-            .map(|t| t.partitions.len())
-            .sum::<usize>())
-    )
+    assigned_line(what, answer, base)
 }
 
 /// First heartbeats Kafka refuses (or takes) beyond those of `consumer_group_heartbeat_errors`,
@@ -118,7 +102,7 @@ async fn consumer_group_heartbeat_first_heartbeat_fields(cx: Ctx) -> Result<Line
         } else {
             request.with_group_id(GroupId(text(&own)))
         };
-        let answer = send_at(&client, 1, request).await?;
+        let answer = consumer_heartbeat(&client, 1, request).await?;
         lines.push(line(&cx, what, &answer, 0).replace('+', ""));
     }
     Ok(lines)
@@ -130,7 +114,8 @@ async fn consumer_group_heartbeat_v0_member_id_from_the_broker(cx: Ctx) -> Resul
     let topic = cx.create(&client, "t", 1, &[]).await?;
     let group = cx.topic("g");
     coordinator(&client, &group).await?;
-    let answer = send_at(&client, 0, consumer_group::join(&group, "", &[&topic])).await?;
+    let answer =
+        consumer_heartbeat(&client, 0, consumer_group::join(&group, "", &[&topic])).await?;
     let member = answer.member_id.as_ref().map(|m| m.to_string());
     let mut lines = vec![format!(
         "v0 join without a member id: {} member id {}",
@@ -142,7 +127,7 @@ async fn consumer_group_heartbeat_v0_member_id_from_the_broker(cx: Ctx) -> Resul
         }
     )];
     let own = consumer_group::join(&group, "mine", &[&topic]);
-    let answer = send_at(&client, 0, own).await?;
+    let answer = consumer_heartbeat(&client, 0, own).await?;
     lines.push(format!(
         "v0 join with its own member id: {} kept {}",
         err(answer.error_code),
@@ -162,7 +147,7 @@ async fn consumer_group_heartbeat_epoch_below_the_members(cx: Ctx) -> Result<Lin
     let group = cx.topic("g");
     coordinator(&client, &group).await?;
     let t = client.metadata(Some(&[topic.as_str()])).await?.topics[0].topic_id;
-    let a = send_at(&client, 1, consumer_group::join(&group, "a", &[&topic])).await?;
+    let a = consumer_heartbeat(&client, 1, consumer_group::join(&group, "a", &[&topic])).await?;
     let e = a.member_epoch;
     let mut lines = vec![line(&cx, "joins", &a, e)];
     let own: std::collections::BTreeSet<i32> = [0].into();
@@ -178,7 +163,12 @@ async fn consumer_group_heartbeat_epoch_below_the_members(cx: Ctx) -> Result<Lin
         ),
         ("epoch e", beat(&group, "a", e, t, Some(&own))),
     ] {
-        lines.push(line(&cx, what, &send_at(&client, 1, request).await?, e));
+        lines.push(line(
+            &cx,
+            what,
+            &consumer_heartbeat(&client, 1, request).await?,
+            e,
+        ));
     }
     Ok(lines)
 }
@@ -227,7 +217,7 @@ async fn consumer_group_describe_at_each_version(cx: Ctx) -> Result<Lines> {
     let topic = cx.create(&client, "t", 1, &[]).await?;
     let group = cx.topic("g");
     coordinator(&client, &group).await?;
-    let a = send_at(&client, 1, consumer_group::join(&group, "a", &[&topic])).await?;
+    let a = consumer_heartbeat(&client, 1, consumer_group::join(&group, "a", &[&topic])).await?;
     let mut lines = vec![line(&cx, "joins", &a, a.member_epoch)];
     for version in 0..=1 {
         lines.extend(consumer_describe(&cx, &client, version, &[&group]).await?);
@@ -265,7 +255,7 @@ async fn commit_at(
 async fn consumer_group_of_one(cx: &Ctx, client: &Client, group: &str) -> Result<(String, i32)> {
     let topic = cx.create(client, "t", 1, &[]).await?;
     coordinator(client, group).await?;
-    let a = send_at(client, 1, consumer_group::join(group, "a", &[&topic])).await?;
+    let a = consumer_heartbeat(client, 1, consumer_group::join(group, "a", &[&topic])).await?;
     anyhow::ensure!(a.error_code == 0, "joining: {}", err(a.error_code));
     Ok((topic, a.member_epoch))
 }
@@ -315,7 +305,7 @@ async fn delete_groups_of_a_consumer_group(cx: Ctx) -> Result<Lines> {
         "with a member: {}",
         err(answer.results[0].error_code)
     ));
-    let left = send_at(&client, 1, beat(&group, "a", -1, t, None)).await?;
+    let left = consumer_heartbeat(&client, 1, beat(&group, "a", -1, t, None)).await?;
     lines.push(format!("the member leaves: {}", err(left.error_code)));
     let answer = client.send(delete(), 2).await?;
     lines.push(format!("empty: {}", err(answer.results[0].error_code)));

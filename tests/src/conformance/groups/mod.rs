@@ -15,8 +15,8 @@ use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse,
-    LeaveGroupRequest, SyncGroupRequest,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, FindCoordinatorRequest, GroupId,
+    HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, SyncGroupRequest,
 };
 use kafka_protocol::ResponseError;
 use kmock_client::Client;
@@ -263,6 +263,29 @@ async fn leave(client: &Client, group: &str, member: &str) -> Result<String> {
         err(answer.error_code),
         members.join(" ")
     ))
+}
+
+/// A ConsumerGroupHeartbeat at `version`, asked again while the coordinator loads.
+pub(super) async fn consumer_heartbeat(
+    client: &Client,
+    version: i16,
+    request: ConsumerGroupHeartbeatRequest,
+) -> Result<ConsumerGroupHeartbeatResponse> {
+    until_served(client, version, || request.clone()).await
+}
+
+/// The line of a ConsumerGroupHeartbeat answer without error: the member epoch relative to
+/// `base` and how many partitions it assigns.
+fn assigned_line(what: &str, answer: &ConsumerGroupHeartbeatResponse, base: i32) -> String {
+    format!(
+        "{what}: NONE epoch {:+} {:?} partitions",
+        answer.member_epoch - base,
+        answer.assignment.as_ref().map(|a| a
+            .topic_partitions
+            .iter()
+            .map(|t| t.partitions.len())
+            .sum::<usize>())
+    )
 }
 
 /// The line of a JoinGroup answer: error, whether a member id came back, generation, whether the

@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
 use kmock_client::Client;
 
 use super::admin::join_as;
-use super::{coordinator, joined_line, until_served};
+use super::{assigned_line, consumer_heartbeat, coordinator, joined_line, until_served};
 use crate::conformance::{case, err, name, text, Case, Ctx, Lines};
 use crate::consumer_group;
 
@@ -211,7 +211,7 @@ async fn send(
     client: &Client,
     request: ConsumerGroupHeartbeatRequest,
 ) -> Result<ConsumerGroupHeartbeatResponse> {
-    until_served(client, 1, || request.clone()).await
+    consumer_heartbeat(client, 1, request).await
 }
 
 /// A heartbeat answer as a line: error, or epoch relative to `base` and how
@@ -220,15 +220,7 @@ fn beat_line(what: &str, answer: &ConsumerGroupHeartbeatResponse, base: i32) -> 
     if answer.error_code != 0 {
         return format!("{what}: {}", err(answer.error_code));
     }
-    format!(
-        "{what}: NONE epoch {:+} {:?} partitions",
-        answer.member_epoch - base,
-        answer.assignment.as_ref().map(|a| a
-            .topic_partitions
-            .iter()
-            .map(|t| t.partitions.len())
-            .sum::<usize>())
-    )
+    assigned_line(what, answer, base)
 }
 
 async fn consumer_group_heartbeat_static_member_replacing(cx: Ctx) -> Result<Lines> {

@@ -76,7 +76,8 @@ async fn txn_commit(
     Ok(parts.join(" "))
 }
 
-/// AddOffsetsToTxn v3 of `group`, then FindCoordinator of the group as a client does.
+/// AddOffsetsToTxn v3 of `group`, then FindCoordinator of the group as a client does: the
+/// line `add offsets: ERROR`.
 async fn add_offsets(
     client: &Client,
     (id, pid, epoch): (&str, i64, i16),
@@ -89,7 +90,30 @@ async fn add_offsets(
         .with_group_id(GroupId(text(group)));
     let code = err(client.send(request, 3).await?.error_code);
     find_coordinator(client, 0, group).await?;
-    Ok(code)
+    Ok(format!("add offsets: {code}"))
+}
+
+/// TxnOffsetCommit v3 of partition 0 of `topic` as each of `commits` (the line's label, who
+/// commits), a line each, then the abort of transaction `id` and the line of how it settled.
+async fn commit_each_then_abort(
+    client: &Client,
+    topic: &str,
+    commits: &[(String, Who<'_>)],
+    (id, pid, epoch): (&str, i64, i16),
+) -> Result<Lines> {
+    let mut lines = Vec::new();
+    for (label, who) in commits {
+        lines.push(format!(
+            "{label}: {}",
+            txn_commit(client, 3, *who, topic, &[0]).await?
+        ));
+    }
+    lines.push(format!(
+        "abort: {}",
+        end(client, id, (pid, epoch), false, 3).await?
+    ));
+    lines.push(format!("settled: {}", settled(client, id).await?));
+    Ok(lines)
 }
 
 async fn txn_offset_commit_without_add_offsets(cx: Ctx) -> Result<Lines> {
@@ -124,27 +148,20 @@ async fn txn_offset_commit_wrong_epoch_and_unknown_producer(cx: Ctx) -> Result<L
     let topic = cx.create(&client, "t", 1, &[]).await?;
     let (id, group) = (cx.topic("tx"), cx.topic("g"));
     let (pid, epoch) = init(&client, &id).await?;
-    let mut lines = vec![format!(
-        "add offsets: {}",
-        add_offsets(&client, (&id, pid, epoch), &group).await?
-    )];
-    for (what, p, e) in [
+    let mut lines = vec![add_offsets(&client, (&id, pid, epoch), &group).await?];
+    let commits: Vec<(String, Who<'_>)> = [
         ("epoch+1", pid, epoch + 1),
         ("epoch-1", pid, epoch - 1),
         ("another producer id", pid + 1_000_000, epoch),
         ("its producer", pid, epoch),
-    ] {
+    ]
+    .into_iter()
+    .map(|(what, p, e)| {
         let who = ((id.as_str(), p, e), (group.as_str(), -1, ""));
-        lines.push(format!(
-            "v3 {what}: {}",
-            txn_commit(&client, 3, who, &topic, &[0]).await?
-        ));
-    }
-    lines.push(format!(
-        "abort: {}",
-        end(&client, &id, (pid, epoch), false, 3).await?
-    ));
-    lines.push(format!("settled: {}", settled(&client, &id).await?));
+        (format!("v3 {what}"), who)
+    })
+    .collect();
+    lines.extend(commit_each_then_abort(&client, &topic, &commits, (&id, pid, epoch)).await?);
     Ok(lines)
 }
 
@@ -156,27 +173,20 @@ async fn txn_offset_commit_with_a_members_generation(cx: Ctx) -> Result<Lines> {
     let (id, group) = (cx.topic("tx"), cx.topic("g"));
     let (member, generation) = stable_member(&client, &group).await?;
     let (pid, epoch) = init(&client, &id).await?;
-    let mut lines = vec![format!(
-        "add offsets: {}",
-        add_offsets(&client, (&id, pid, epoch), &group).await?
-    )];
-    for (what, g, m) in [
+    let mut lines = vec![add_offsets(&client, (&id, pid, epoch), &group).await?];
+    let commits: Vec<(String, Who<'_>)> = [
         ("the member's generation", generation, member.as_str()),
         ("the next generation", generation + 1, member.as_str()),
         ("an unknown member", generation, "ghost"),
         ("no member, generation -1", -1, ""),
-    ] {
+    ]
+    .into_iter()
+    .map(|(what, g, m)| {
         let who = ((id.as_str(), pid, epoch), (group.as_str(), g, m));
-        lines.push(format!(
-            "{what}: {}",
-            txn_commit(&client, 3, who, &topic, &[0]).await?
-        ));
-    }
-    lines.push(format!(
-        "abort: {}",
-        end(&client, &id, (pid, epoch), false, 3).await?
-    ));
-    lines.push(format!("settled: {}", settled(&client, &id).await?));
+        (what.to_owned(), who)
+    })
+    .collect();
+    lines.extend(commit_each_then_abort(&client, &topic, &commits, (&id, pid, epoch)).await?);
     Ok(lines)
 }
 
@@ -185,10 +195,7 @@ async fn txn_offset_commit_unknown_topic_and_partition(cx: Ctx) -> Result<Lines>
     let topic = cx.create(&client, "t", 1, &[]).await?;
     let (id, group) = (cx.topic("tx"), cx.topic("g"));
     let (pid, epoch) = init(&client, &id).await?;
-    let mut lines = vec![format!(
-        "add offsets: {}",
-        add_offsets(&client, (&id, pid, epoch), &group).await?
-    )];
+    let mut lines = vec![add_offsets(&client, (&id, pid, epoch), &group).await?];
     let who = ((id.as_str(), pid, epoch), (group.as_str(), -1, ""));
     lines.push(format!(
         "partitions 0 and 4: {}",

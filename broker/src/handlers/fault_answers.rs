@@ -1,6 +1,8 @@
-//! Error answers for the `error(code)` action, with the error where Kafka puts it — per
-//! partition for Produce, Fetch, ListOffsets and OffsetCommit, per topic for Metadata, per
-//! group or key for the batched forms, top level otherwise — and the `throttle` action.
+//! The answers of the fault rules' `error(code)` action, with the error where Kafka puts it —
+//! per partition for Produce, Fetch, ListOffsets and OffsetCommit, per topic for Metadata, per
+//! group or key for the batched forms, top level otherwise — and of the `throttle` action.
+//! The rules ([`crate::faults`]) say which error fires; the handlers' side builds the answer
+//! carrying it, so the rules never import a handler.
 
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -16,7 +18,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use crate::handlers::{metadata, Ctx};
+use super::{metadata, Ctx};
 
 /// The APIs `error(code)` can answer.
 const ERROR_APIS: &[ApiKey] = &[
@@ -194,7 +196,7 @@ pub(crate) fn error_response(
             ),
         ),
         RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(
-            crate::handlers::offset_fetch::error_answer(r, version, error),
+            super::offset_fetch::error_answer(r, version, error),
         ),
         RequestKind::FindCoordinator(r) if version >= 4 => ResponseKind::FindCoordinator(
             FindCoordinatorResponse::default().with_coordinators(
