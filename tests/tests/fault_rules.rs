@@ -120,6 +120,12 @@ async fn disconnect_closes_the_connection_and_leaves_the_log_unchanged() {
         0,
         "a request dropped before applying leaves nothing"
     );
+    let entry = cluster.journal().api("Produce").next().cloned().unwrap();
+    assert_eq!(
+        entry.closed.as_deref(),
+        Some("fault: disconnect before applying"),
+        "the journal says why the connection closed"
+    );
 }
 
 #[tokio::test]
@@ -141,6 +147,11 @@ async fn disconnect_after_apply_stores_the_batch_but_the_answer_is_lost() {
     );
     let entry = cluster.journal().api("Produce").next().cloned().unwrap();
     assert_eq!(entry.response, None, "no answer was written");
+    assert_eq!(
+        entry.closed.as_deref(),
+        Some("fault: disconnect after applying"),
+        "the journal says why the connection closed"
+    );
 }
 
 #[tokio::test]

@@ -187,6 +187,11 @@ async fn an_answer_lost_after_forwarding_is_retried_and_kafka_keeps_the_batch_on
         "the first Produce's answer was lost, yet the journal has {:?}",
         first.entry.response
     );
+    ensure!(
+        first.entry.closed.as_deref() == Some("fault: disconnect after forwarding"),
+        "the first Produce's entry says why its connection closed: {:?}",
+        first.entry.closed
+    );
     // The producer sent the same batch again (same producer id, epoch and sequence) on a new
     // connection, and Kafka answered it as the duplicate it is: at offset 0, stored once.
     let retry = batches[1..]

@@ -38,6 +38,9 @@ use crate::listening::Listening;
 use crate::shared::Shared;
 use kafka_protocol::messages::ApiKey;
 
+/// The `closed` reason of a request read but never handled: its connection closed first.
+pub(crate) const NOT_HANDLED: &str = "connection closed before the request was handled";
+
 /// Frames read ahead of the one being handled before the reader stops reading: backpressure.
 const READ_AHEAD: usize = 64;
 /// Bytes of frames read ahead of the one being handled before the reader stops reading, so one
@@ -179,7 +182,7 @@ pub(crate) async fn run_connection(
     tokio::join!(reader, processor, idle);
     // Requests read but never handled: complete their entries, unanswered.
     while let Ok(queued) = rx.try_recv() {
-        journal.finish(queued.seq, |_| {});
+        journal.finish(queued.seq, |e| e.closed = Some(NOT_HANDLED.to_owned()));
     }
     tracing::debug!(parent: &span, "connection closed");
 }
@@ -319,7 +322,7 @@ async fn read_requests(
             },
         };
         if !queued {
-            journal.finish(seq, |_| {});
+            journal.finish(seq, |e| e.closed = Some(NOT_HANDLED.to_owned()));
             break;
         }
     }

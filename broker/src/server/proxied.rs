@@ -15,6 +15,7 @@ use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
+use super::NOT_HANDLED;
 use crate::arrival::{Arrived, ConnCtx};
 use crate::codec::{self, Decoded};
 use crate::connection::{write_frame, FrameReader};
@@ -98,7 +99,10 @@ pub(crate) async fn forward(
     );
     // Forwarded, never answered: complete their entries, unanswered.
     while let Ok(pending) = pending_rx.try_recv() {
-        journal.finish(pending.seq, |e| add_digests(e, pending.digests));
+        journal.finish(pending.seq, |e| {
+            add_digests(e, pending.digests);
+            e.closed = Some("connection closed before the upstream answered".to_owned());
+        });
     }
 }
 
@@ -159,14 +163,16 @@ async fn send(
         if !fired.delay.is_zero() {
             tokio::select! {
                 () = close.cancelled() => {
-                    journal.finish(seq, |_| {});
+                    journal.finish(seq, |e| e.closed = Some(NOT_HANDLED.to_owned()));
                     break;
                 }
                 () = tokio::time::sleep(fired.delay) => {}
             }
         }
         if fired.disconnect {
-            journal.finish(seq, |_| {});
+            journal.finish(seq, |e| {
+                e.closed = Some("fault: disconnect before forwarding".to_owned());
+            });
             tracing::debug!(parent: span, seq, "closing connection: fault: disconnect before forwarding");
             close.cancel();
             break;
@@ -176,7 +182,9 @@ async fn send(
         let injected = match (fired.error, request) {
             (Some(_), Some(_)) if acks_0 => {
                 // An acks=0 request gets no answer: Kafka closes the connection on a failure.
-                journal.finish(seq, |_| {});
+                journal.finish(seq, |e| {
+                    e.closed = Some("fault: error on an acks=0 produce".to_owned());
+                });
                 tracing::debug!(parent: span, seq, "closing connection: fault: error on an acks=0 produce");
                 close.cancel();
                 break;
@@ -211,8 +219,9 @@ async fn send(
                     written = write_frame(&mut up_write, &frame) => written,
                 };
                 if let Err(e) = written {
-                    journal.finish(seq, |_| {});
-                    tracing::warn!(parent: span, seq, "closing connection: forwarding to the upstream failed: {e}");
+                    let reason = format!("forwarding to the upstream failed: {e}");
+                    journal.finish(seq, |e| e.closed = Some(reason.clone()));
+                    tracing::warn!(parent: span, seq, "closing connection: {reason}");
                     close.cancel();
                     break;
                 }
@@ -246,7 +255,7 @@ async fn send(
             queued = pending_tx.send(pending) => queued.is_ok(),
         };
         if !queued {
-            journal.finish(seq, |_| {});
+            journal.finish(seq, |e| e.closed = Some(NOT_HANDLED.to_owned()));
             break;
         }
     }
@@ -307,6 +316,13 @@ async fn answer(
         } = pending;
         // Completes the entry, unanswered, with the digests of a Produce forwarded.
         let unanswered = |digests: Digests| journal.finish(seq, |e| add_digests(e, digests));
+        // Completes the entry with why the connection closes on it instead of answering.
+        let closing = |digests: Digests, reason: &str| {
+            journal.finish(seq, |e| {
+                add_digests(e, digests);
+                e.closed = Some(reason.to_owned());
+            });
+        };
         let (frame, body) = match answer {
             Expected::Nothing => {
                 unanswered(digests);
@@ -319,14 +335,15 @@ async fn answer(
                     None => {
                         if outbox.has_unsent() {
                             if let Err(e) = outbox.send().await {
-                                unanswered(digests);
-                                tracing::warn!(parent: span, "closing connection: write failed: {e}");
+                                let reason = format!("write failed: {e}");
+                                closing(digests, &reason);
+                                tracing::warn!(parent: span, "closing connection: {reason}");
                                 break;
                             }
                         }
                         tokio::select! {
                             () = close.cancelled() => {
-                                unanswered(digests);
+                                closing(digests, "connection closed before the upstream answered");
                                 break;
                             }
                             frame = answers.read_frame() => frame,
@@ -336,13 +353,14 @@ async fn answer(
                 let frame = match frame {
                     Ok(Some(frame)) => frame,
                     Ok(None) => {
-                        unanswered(digests);
+                        closing(digests, "the upstream closed its connection");
                         tracing::debug!(parent: span, seq, "closing connection: the upstream closed its connection");
                         break;
                     }
                     Err(e) => {
-                        unanswered(digests);
-                        tracing::warn!(parent: span, seq, "closing connection: reading the upstream's answer failed: {e}");
+                        let reason = format!("reading the upstream's answer failed: {e}");
+                        closing(digests, &reason);
+                        tracing::warn!(parent: span, seq, "closing connection: {reason}");
                         break;
                     }
                 };
@@ -354,7 +372,7 @@ async fn answer(
                         early = Some(frame);
                         continue;
                     }
-                    unanswered(digests);
+                    closing(digests, "the upstream answered out of order");
                     tracing::warn!(parent: span, seq, ?answered, expected = correlation_id, "closing connection: the upstream answered out of order");
                     break;
                 }
@@ -407,7 +425,7 @@ async fn answer(
                 // No throttle field at this version: throttle by holding the answer, as
                 // brokers did before KIP-219; given up if the connection closes meanwhile.
                 if !held(close, throttle).await {
-                    unanswered(digests);
+                    closing(digests, "connection closed while the answer was held");
                     break;
                 }
             }
@@ -415,12 +433,12 @@ async fn answer(
         if !fired.delay_response.is_zero() {
             let _ = outbox.send().await;
             if !held(close, fired.delay_response).await {
-                unanswered(digests);
+                closing(digests, "connection closed while the answer was held");
                 break;
             }
         }
         if fired.disconnect_after_apply {
-            unanswered(digests);
+            closing(digests, "fault: disconnect after forwarding");
             let _ = outbox.send().await;
             tracing::debug!(parent: span, seq, "closing connection: fault: disconnect after forwarding");
             break;
@@ -442,8 +460,9 @@ async fn answer(
         let bytes = match bytes {
             Ok(bytes) => bytes,
             Err(e) => {
-                unanswered(digests);
-                tracing::warn!(parent: span, seq, "closing connection: {e}");
+                let reason = format!("no answer could be made: {e}");
+                closing(digests, &reason);
+                tracing::warn!(parent: span, seq, "closing connection: {reason}");
                 break;
             }
         };
