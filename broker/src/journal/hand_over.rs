@@ -11,7 +11,7 @@
 //! ends wakes readers only when one is waiting (an atomic count of them), so the common send
 //! takes one uncontended lock to begin and one to end, and nothing more.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -60,7 +60,10 @@ impl Drop for Reader<'_> {
 #[derive(Debug, Default)]
 struct Tickets {
     next: u64,
-    in_progress: BTreeMap<u64, Instant>,
+    /// In ticket order (each begun at the back). A list rather than a map: a hand-over is one
+    /// connection's write, so there are few at a time, and the list keeps its memory between
+    /// them where a map would allocate a node for the first and free it with the last.
+    in_progress: VecDeque<(u64, Instant)>,
 }
 
 /// One hand-over in progress: ends when dropped (after the entries are completed, or when the
@@ -81,7 +84,7 @@ impl HandOvers {
         let mut tickets = self.tickets();
         let ticket = tickets.next;
         tickets.next += 1;
-        tickets.in_progress.insert(ticket, Instant::now());
+        tickets.in_progress.push_back((ticket, Instant::now()));
         HandOver {
             hand_overs: self,
             ticket,
@@ -101,7 +104,8 @@ impl HandOvers {
             let waited = self
                 .tickets()
                 .in_progress
-                .range(..horizon)
+                .iter()
+                .take_while(|(ticket, _)| *ticket < horizon)
                 .map(|(_, began)| *began + SETTLE_AT_MOST)
                 .find(|until| *until > Instant::now());
             match waited {
@@ -119,7 +123,16 @@ impl Drop for HandOver<'_> {
         // Removed under the tickets lock, released before the count is read: a reader that
         // found this hand-over in progress counted itself before it took that lock, so the
         // count read here includes it (the lock orders the two, see `HandOvers::readers`).
-        self.hand_overs.tickets().in_progress.remove(&self.ticket);
+        {
+            let mut tickets = self.hand_overs.tickets();
+            if let Some(at) = tickets
+                .in_progress
+                .iter()
+                .position(|(t, _)| *t == self.ticket)
+            {
+                tickets.in_progress.remove(at);
+            }
+        }
         if self.hand_overs.readers.load(Ordering::SeqCst) > 0 {
             self.hand_overs.ended.notify_waiters();
         }

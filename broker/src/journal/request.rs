@@ -24,32 +24,40 @@ pub(crate) fn summarize(
     };
     match request {
         RequestKind::Produce(r) => {
-            let total = r.topic_data.iter().map(|t| t.partition_data.len()).sum();
-            let partitions: Vec<_> = r
-                .topic_data
-                .iter()
-                .flat_map(|t| {
-                    let topic = name(t.name.0.as_str(), t.topic_id);
-                    t.partition_data.iter().map(move |p| {
-                        let header = p.records.as_deref().and_then(batch::header);
-                        ProducePartition {
-                            topic: topic.clone(),
-                            partition: p.index,
-                            producer_id: header.map_or(-1, |h| h.producer_id),
-                            producer_epoch: header.map_or(-1, |h| h.producer_epoch),
-                            base_sequence: header.map_or(-1, |h| h.base_sequence),
-                            record_count: header.map_or(0, |h| h.record_count),
-                            first_timestamp: header.map_or(-1, |h| h.first_timestamp),
-                            max_timestamp: header.map_or(-1, |h| h.max_timestamp),
-                            base_offset: None,
-                            error_code: None,
-                            crc: header.map(|h| h.crc),
-                            digests: None,
-                        }
-                    })
-                })
-                .take(MAX_SUMMARY_ITEMS)
-                .collect();
+            let total: usize = r.topic_data.iter().map(|t| t.partition_data.len()).sum();
+            // Exactly sized, and each topic's name made once and moved into its last
+            // partition (cloned for the others): a Produce names one partition more often
+            // than not.
+            let mut partitions = Vec::with_capacity(total.min(MAX_SUMMARY_ITEMS));
+            for t in &r.topic_data {
+                let room = MAX_SUMMARY_ITEMS - partitions.len();
+                let Some(last) = t.partition_data.len().min(room).checked_sub(1) else {
+                    continue;
+                };
+                let mut topic = Some(name(t.name.0.as_str(), t.topic_id));
+                for (i, p) in t.partition_data[..=last].iter().enumerate() {
+                    let header = p.records.as_deref().and_then(batch::header);
+                    let topic = if i == last {
+                        topic.take()
+                    } else {
+                        topic.clone()
+                    };
+                    partitions.push(ProducePartition {
+                        topic: topic.expect("taken for the last partition only"),
+                        partition: p.index,
+                        producer_id: header.map_or(-1, |h| h.producer_id),
+                        producer_epoch: header.map_or(-1, |h| h.producer_epoch),
+                        base_sequence: header.map_or(-1, |h| h.base_sequence),
+                        record_count: header.map_or(0, |h| h.record_count),
+                        first_timestamp: header.map_or(-1, |h| h.first_timestamp),
+                        max_timestamp: header.map_or(-1, |h| h.max_timestamp),
+                        base_offset: None,
+                        error_code: None,
+                        crc: header.map(|h| h.crc),
+                        digests: None,
+                    });
+                }
+            }
             RequestSummary::Produce(ProduceSummary {
                 transactional_id: r.transactional_id.as_ref().map(|t| t.0.as_str().to_owned()),
                 acks: r.acks,

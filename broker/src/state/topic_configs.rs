@@ -109,6 +109,9 @@ pub(super) struct ParsedConfigs {
     pub(super) compacted: bool,
     pub(super) deletes: bool,
     pub(super) log_append_time: bool,
+    /// `message.timestamp.before.max.ms` and `message.timestamp.after.max.ms`, `i64::MAX`
+    /// when unbounded.
+    pub(super) timestamp_bounds_ms: (i64, i64),
     pub(super) log_policy: LogPolicy,
 }
 
@@ -122,6 +125,11 @@ impl ParsedConfigs {
                 .and_then(|v| v.trim().parse::<i64>().ok())
                 .unwrap_or(0)
         };
+        let bound = |name: &str| {
+            config(name)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .unwrap_or(i64::MAX)
+        };
         Self {
             max_message_bytes: usize::try_from(number("max.message.bytes")).unwrap_or(0),
             min_insync_replicas: number("min.insync.replicas"),
@@ -130,6 +138,10 @@ impl ParsedConfigs {
             deletes: config("cleanup.policy")
                 .is_some_and(|p| p.split(',').any(|x| x.trim() == "delete")),
             log_append_time: config("message.timestamp.type") == Some("LogAppendTime"),
+            timestamp_bounds_ms: (
+                bound("message.timestamp.before.max.ms"),
+                bound("message.timestamp.after.max.ms"),
+            ),
             log_policy: LogPolicy {
                 segment_bytes: number("segment.bytes"),
                 segment_ms: number("segment.ms"),

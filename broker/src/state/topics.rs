@@ -360,15 +360,7 @@ impl Topic {
     /// be (`message.timestamp.before.max.ms`, `message.timestamp.after.max.ms`, Kafka 3.6+,
     /// KIP-937; before unbounded and after one hour by default, as Kafka 4.4).
     pub fn timestamp_bounds_ms(&self) -> (i64, i64) {
-        let bound = |name| {
-            self.config(name)
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(i64::MAX)
-        };
-        (
-            bound("message.timestamp.before.max.ms"),
-            bound("message.timestamp.after.max.ms"),
-        )
+        self.parsed.timestamp_bounds_ms
     }
 
     /// The partition, if it exists.

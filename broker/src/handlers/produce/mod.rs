@@ -60,8 +60,8 @@
 
 mod append;
 mod inspect;
+mod last_entries;
 
-use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -74,6 +74,7 @@ use crate::state::batch;
 use crate::state::topics::is_internal;
 use append::{append, ProduceContext};
 use inspect::inspect_all;
+use last_entries::last_entries;
 
 /// The record digests of each partition's batch of `request` at `version`, in request order,
 /// as this handler journals them (validated in the same walk, at most
@@ -315,39 +316,6 @@ fn answer(
 /// Kafka's admin client's id (`AdminUtils.ADMIN_CLIENT_ID`), whose Produce may write to
 /// internal topics.
 const ADMIN_CLIENT_ID: &str = "__admin_client";
-
-/// For each topic entry, for each partition entry, whether it is the last entry of its
-/// partition in the request: Kafka's `KafkaApis.handleProduceRequest` keys a request's
-/// partitions by topic (by id from v13) and partition, so a partition named twice, in one topic
-/// entry or two, is appended and answered once, with the last entry's records.
-fn last_entries(request: &ProduceRequest, version: i16) -> Vec<Vec<bool>> {
-    let key = |t: &TopicProduceData| {
-        if version >= 13 {
-            t.topic_id.to_string()
-        } else {
-            t.name.0.to_string()
-        }
-    };
-    let mut seen = std::collections::HashSet::new();
-    let mut last: Vec<Vec<bool>> = request
-        .topic_data
-        .iter()
-        .rev()
-        .map(|t| {
-            let topic = key(t);
-            let mut partitions: Vec<bool> = t
-                .partition_data
-                .iter()
-                .rev()
-                .map(|p| seen.insert((topic.clone(), p.index)))
-                .collect();
-            partitions.reverse();
-            partitions
-        })
-        .collect();
-    last.reverse();
-    last
-}
 
 /// Adds `topic` to `responses`, into the answer of the same topic if there is one (a topic
 /// named in two entries is answered in one, as Kafka's map of partitions answers it); a topic

@@ -342,9 +342,15 @@ fn check_after_size(
             ),
         ));
     }
-    let walked = decompress::records_reader(codec, body)
-        .map_err(WalkError::from)
-        .and_then(|mut input| records::walk(&mut input, record_count, on_record));
+    // Uncompressed records are walked straight from the slice (no boxed reader, no dynamic
+    // call per byte read).
+    let walked = if codec == NONE {
+        records::walk(&mut &body[..], record_count, on_record)
+    } else {
+        decompress::records_reader(codec, body)
+            .map_err(WalkError::from)
+            .and_then(|mut input| records::walk(&mut input, record_count, on_record))
+    };
     walked.map_err(|e| {
         InvalidBatch::new(
             InvalidRecord,
