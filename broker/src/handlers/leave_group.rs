@@ -5,6 +5,10 @@
 //! answered (`GroupCoordinatorService.leaveGroup`). NOT_COORDINATOR on any broker but the group's
 //! coordinator.
 //!
+//! In a KIP-848 consumer group only classic-protocol members may leave this way (Kafka's
+//! `classicGroupLeaveToConsumerGroup`: UNKNOWN_MEMBER_ID for a consumer-protocol member); the
+//! group epoch moves once for the batch.
+//!
 //! Deviations from Apache Kafka: none known.
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;

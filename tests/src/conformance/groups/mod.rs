@@ -31,6 +31,7 @@ mod consumer;
 pub(super) mod coordinators;
 pub(super) mod kip848;
 mod members;
+pub(super) mod migration;
 pub(super) mod offset_edges;
 pub(super) mod offset_fetch_edges;
 pub(super) mod states;

@@ -151,7 +151,7 @@ impl Groups {
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
             || req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
         {
-            return self.consumer_leave(&req);
+            return self.consumer_leave(&req, now);
         }
         let config = self.consumer_config;
         let create = req.member_epoch == 0;
@@ -186,14 +186,31 @@ impl Groups {
             Some(g) => g,
         };
         if group.consumer.is_none() {
-            // An empty classic group is replaced (its offsets stay); a live one is not ours.
-            if !(create && group.state == GroupState::Empty && group.members.is_empty()) {
+            // An empty classic group is replaced (its offsets stay); a live one is upgraded
+            // when the policy allows ([`super::classic::upgrade`]).
+            if !create {
                 return refuse(
                     ResponseError::GroupIdNotFound,
                     format!("Group {group_id} is not a consumer group."),
                 );
             }
-            group.consumer = Some(Box::default());
+            if group.state == GroupState::Empty && group.members.is_empty() {
+                group.consumer = Some(Box::default());
+            } else {
+                super::classic::upgrade(
+                    group,
+                    &group_id,
+                    config.migration_policy,
+                    config.max_size,
+                    topics,
+                    now,
+                )?;
+                self.conversions.push(crate::state::groups::Conversion {
+                    group_id: group_id.clone(),
+                    to: "consumer",
+                    member_id: req.member_id.clone(),
+                });
+            }
         }
         let cg = group.consumer.as_mut().expect("set above");
         if cg.members.len() >= config.max_size
@@ -277,95 +294,56 @@ impl Groups {
         }
         member.client_id = req.client_id.clone();
         member.client_host = req.client_host.clone();
-        bump |= cg.regexes.apply_pending();
-        cg.regexes.maybe_resolve(topics, now);
-        let metadata = subscription_metadata(cg, topics);
-        if metadata != cg.subscription_metadata {
-            cg.subscription_metadata = metadata;
-            bump = true;
-        }
-        if bump {
-            cg.group_epoch = next_epoch(cg.group_epoch);
-        }
-        // Kafka 4.4's `canComputeNextTargetAssignment`: at most once per interval.
-        let due = cg
-            .assigned_at
-            .is_none_or(|at| now.saturating_duration_since(at) >= config.assignment_interval);
-        if cg.group_epoch > cg.assignment_epoch && due {
-            let specs: BTreeMap<String, MemberSpec> = cg
-                .members
-                .iter()
-                .map(|(id, m)| {
-                    let spec = MemberSpec {
-                        topics: subscribed_topics(cg, m),
-                        previous: cg.target.get(id).cloned().unwrap_or_default(),
-                    };
-                    (id.clone(), spec)
-                })
-                .collect();
-            cg.target = assignors::assign(
-                cg.assignor(config.assignors),
-                &specs,
-                &cg.subscription_metadata,
-            );
-            cg.assignment_epoch = cg.group_epoch;
-            cg.assigned_at = Some(now);
-        }
-        // The member is cloned for reconciliation without its subscription (put back below).
-        let member = cg.members.get_mut(&member_id).expect("ensured above");
-        let subscription = std::mem::take(&mut member.subscribed_topic_names);
-        let before = member.clone();
-        let mut after = before.clone();
-        if !before.is_reconciled_to(cg.assignment_epoch) {
-            let target = cg.target.get(&member_id).cloned().unwrap_or_default();
-            // Indexed at the first partition asked about: a member whose target needs no
-            // partition of another (most heartbeats) pays nothing for it.
-            let owners = std::cell::OnceCell::new();
-            let owner = |t: Uuid, p: i32| {
-                owners
-                    .get_or_init(|| owner_epochs(cg, &member_id))
-                    .get(&(t, p))
-                    .copied()
-                    .unwrap_or(-1)
-            };
-            after = reconcile::next(
-                &before,
-                cg.assignment_epoch,
-                &target,
-                req.owned.as_ref(),
-                owner,
-            );
-            if after.state == MemberState::UnrevokedPartitions {
-                if before.state != MemberState::UnrevokedPartitions
-                    || before.member_epoch != after.member_epoch
-                {
-                    after.rebalance_deadline =
-                        Some((now + after.rebalance_timeout, after.member_epoch));
-                }
-            } else {
-                after.rebalance_deadline = None;
-            }
-        }
-        after.subscribed_topic_names = subscription;
-        after.session_deadline = now + config.session_timeout;
+        let before = advance(
+            cg,
+            &member_id,
+            bump,
+            req.owned.as_ref(),
+            topics,
+            now,
+            &config,
+        );
+        let after = &cg.members[&member_id];
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
                 && (sent_names || sent_any_regex)
                 && req.owned.is_some());
-        let changed = before.assigned_partitions() != after.assigned_partitions();
-        let answer = HeartbeatAnswer {
+        let changed = before != after.assigned_partitions();
+        Ok(HeartbeatAnswer {
             member_id: member_id.clone(),
             member_epoch: after.member_epoch,
             heartbeat_interval_ms: config.heartbeat_interval.as_millis() as i32,
             assignment: (full || changed || is_new).then(|| after.assigned_partitions()),
-        };
-        cg.members.insert(member_id, after);
-        Ok(answer)
+        })
+    }
+
+    /// Fences a member, or downgrades its group ([`super::classic::fence_or_downgrade`]),
+    /// noting the conversion.
+    fn fence_member(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        policy: super::MigrationPolicy,
+        now: Instant,
+    ) {
+        let group = self.groups.get_mut(group_id).expect("the caller found it");
+        if super::classic::fence_or_downgrade(group, member_id, policy, now) {
+            self.conversions.push(crate::state::groups::Conversion {
+                group_id: group_id.to_owned(),
+                to: "classic",
+                member_id: member_id.to_owned(),
+            });
+        }
     }
 
     /// A member leaving: for good (-1), or for now (-2, static members), as Kafka's
     /// `consumerGroupLeave`.
-    fn consumer_leave(&mut self, req: &HeartbeatRequest) -> Result<HeartbeatAnswer, Refusal> {
+    fn consumer_leave(
+        &mut self,
+        req: &HeartbeatRequest,
+        now: Instant,
+    ) -> Result<HeartbeatAnswer, Refusal> {
+        let policy = self.consumer_config.migration_policy;
         let Some(cg) = self
             .groups
             .get_mut(&req.group_id)
@@ -385,7 +363,7 @@ impl Groups {
             if !cg.members.contains_key(&req.member_id) {
                 return unknown_member(&req.member_id, &req.group_id);
             }
-            cg.fence(&req.member_id);
+            self.fence_member(&req.group_id, &req.member_id, policy, now);
             return Ok(answer);
         };
         let Some(owner) = cg.static_member(instance).cloned() else {
@@ -408,10 +386,99 @@ impl Groups {
             m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
             m.pending_revocation.clear();
         } else {
-            cg.fence(&owner);
+            self.fence_member(&req.group_id, &owner, policy, now);
         }
         Ok(answer)
     }
+}
+
+/// The group after a member's request: `bump` (the member's subscription or assignor
+/// changed) and a changed subscription metadata move the group epoch; a new target is computed
+/// when due (Kafka 4.4's `canComputeNextTargetAssignment`), and the member moves one step
+/// towards its target given what it says it `owned` (Kafka's `maybeReconcile`). Shared by
+/// ConsumerGroupHeartbeat and a classic member's JoinGroup. Returns what the member had
+/// assigned before.
+pub(super) fn advance(
+    cg: &mut ConsumerGroup,
+    member_id: &str,
+    mut bump: bool,
+    owned: Option<&Partitions>,
+    topics: &impl TopicIndex,
+    now: Instant,
+    config: &super::ConsumerGroupConfig,
+) -> Partitions {
+    bump |= cg.regexes.apply_pending();
+    cg.regexes.maybe_resolve(topics, now);
+    let metadata = subscription_metadata(cg, topics);
+    if metadata != cg.subscription_metadata {
+        cg.subscription_metadata = metadata;
+        bump = true;
+    }
+    if bump {
+        cg.group_epoch = next_epoch(cg.group_epoch);
+    }
+    // Kafka 4.4's `canComputeNextTargetAssignment`: at most once per interval.
+    let due = cg
+        .assigned_at
+        .is_none_or(|at| now.saturating_duration_since(at) >= config.assignment_interval);
+    if cg.group_epoch > cg.assignment_epoch && due {
+        let specs: BTreeMap<String, MemberSpec> = cg
+            .members
+            .iter()
+            .map(|(id, m)| {
+                let spec = MemberSpec {
+                    topics: subscribed_topics(cg, m),
+                    previous: cg.target.get(id).cloned().unwrap_or_default(),
+                };
+                (id.clone(), spec)
+            })
+            .collect();
+        cg.target = assignors::assign(
+            cg.assignor(config.assignors),
+            &specs,
+            &cg.subscription_metadata,
+        );
+        cg.assignment_epoch = cg.group_epoch;
+        cg.assigned_at = Some(now);
+    }
+    // The member is cloned for reconciliation without its subscription (put back below).
+    let member = cg.members.get_mut(member_id).expect("ensured above");
+    let subscription = std::mem::take(&mut member.subscribed_topic_names);
+    let before = member.clone();
+    let mut after = before.clone();
+    if !before.is_reconciled_to(cg.assignment_epoch) {
+        let target = cg.target.get(member_id).cloned().unwrap_or_default();
+        // Indexed at the first partition asked about: a member whose target needs no
+        // partition of another (most heartbeats) pays nothing for it.
+        let owners = std::cell::OnceCell::new();
+        let owner = |t: Uuid, p: i32| {
+            owners
+                .get_or_init(|| owner_epochs(cg, member_id))
+                .get(&(t, p))
+                .copied()
+                .unwrap_or(-1)
+        };
+        after = reconcile::next(&before, cg.assignment_epoch, &target, owned, owner);
+        if after.state == MemberState::UnrevokedPartitions {
+            if before.state != MemberState::UnrevokedPartitions
+                || before.member_epoch != after.member_epoch
+            {
+                after.rebalance_deadline =
+                    Some((now + after.rebalance_timeout, after.member_epoch));
+            }
+        } else {
+            after.rebalance_deadline = None;
+        }
+    }
+    after.subscribed_topic_names = subscription;
+    after.session_deadline = now
+        + after
+            .classic
+            .as_ref()
+            .map_or(config.session_timeout, |c| c.session_timeout);
+    let assigned_before = before.assigned_partitions();
+    cg.members.insert(member_id.to_owned(), after);
+    assigned_before
 }
 
 /// The member epoch of each other member's owned partitions (assigned or pending

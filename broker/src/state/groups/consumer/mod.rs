@@ -21,6 +21,9 @@
 //! fenced: removed, and the group epoch bumped.
 
 pub mod assignors;
+pub mod classic;
+#[cfg(test)]
+mod classic_tests;
 pub mod heartbeat;
 mod heterogeneous;
 #[cfg(test)]
@@ -106,6 +109,74 @@ pub struct ConsumerGroupConfig {
     /// `group.consumer.assignors`: the assignors members may name, the first the default
     /// ([`ASSIGNORS`]: `uniform`, `range`); from [`assignor_list`].
     pub assignors: &'static [&'static str],
+    /// `group.consumer.migration.policy`: whether a live classic group may become a consumer
+    /// group and back ([`MigrationPolicy`]; Kafka 4's default `bidirectional`).
+    pub migration_policy: MigrationPolicy,
+}
+
+/// Kafka's `group.consumer.migration.policy` (`ConsumerGroupMigrationPolicy`): which online
+/// conversions between a classic group and a KIP-848 consumer group the coordinator makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MigrationPolicy {
+    /// Both ways (Kafka 4's default).
+    #[default]
+    Bidirectional,
+    /// Classic to consumer only: a ConsumerGroupHeartbeat converts a live classic group.
+    Upgrade,
+    /// Consumer to classic only: the last consumer-protocol member leaving converts back.
+    Downgrade,
+    /// Neither; classic members may not join a consumer group either.
+    Disabled,
+}
+
+impl MigrationPolicy {
+    /// Kafka's name of the policy.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bidirectional => "bidirectional",
+            Self::Upgrade => "upgrade",
+            Self::Downgrade => "downgrade",
+            Self::Disabled => "disabled",
+        }
+    }
+
+    /// The policy named `name` (case-insensitive, as Kafka parses it).
+    ///
+    /// # Errors
+    /// Another name.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        [
+            Self::Bidirectional,
+            Self::Upgrade,
+            Self::Downgrade,
+            Self::Disabled,
+        ]
+        .into_iter()
+        .find(|p| p.name().eq_ignore_ascii_case(name))
+        .ok_or_else(|| {
+            format!(
+                "group.consumer.migration.policy {name:?}: one of bidirectional, upgrade, downgrade, disabled"
+            )
+        })
+    }
+
+    /// Whether a live classic group may be upgraded (`bidirectional`, `upgrade`).
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(self, Self::Bidirectional | Self::Upgrade)
+    }
+
+    /// Whether a consumer group may be downgraded (`bidirectional`, `downgrade`).
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(self, Self::Bidirectional | Self::Downgrade)
+    }
+}
+
+impl std::str::FromStr for MigrationPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::parse(s)
+    }
 }
 
 impl Default for ConsumerGroupConfig {
@@ -116,6 +187,7 @@ impl Default for ConsumerGroupConfig {
             max_size: usize::MAX,
             assignment_interval: Duration::from_secs(1),
             assignors: ASSIGNORS,
+            migration_policy: MigrationPolicy::Bidirectional,
         }
     }
 }
@@ -171,6 +243,9 @@ pub struct ConsumerMember {
     pub assigned: EpochPartitions,
     /// What it was asked to revoke and still owns.
     pub pending_revocation: EpochPartitions,
+    /// For a member speaking the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside
+    /// the consumer group: its session timeout and protocols; `None` for a KIP-848 member.
+    pub classic: Option<classic::ClassicMember>,
     pub(crate) session_deadline: Instant,
     /// `(deadline, member epoch)`: fenced if still revoking at that epoch at the deadline.
     pub(crate) rebalance_deadline: Option<(Instant, i32)>,
@@ -192,6 +267,7 @@ impl ConsumerMember {
             server_assignor: None,
             assigned: BTreeMap::new(),
             pending_revocation: BTreeMap::new(),
+            classic: None,
             session_deadline: now + session,
             rebalance_deadline: None,
         }
@@ -354,7 +430,7 @@ impl ConsumerGroup {
     ///
     /// # Errors
     /// UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (a KIP-848 member below v9), STALE_MEMBER_EPOCH
-    /// (an epoch newer than the member's).
+    /// (an epoch newer than the member's; ILLEGAL_GENERATION for a classic member).
     pub fn check_commit(
         &self,
         member_id: &str,
@@ -373,14 +449,21 @@ impl ConsumerGroup {
             .members
             .get(member_id)
             .ok_or(ResponseError::UnknownMemberId)?;
-        if !transactional && version < 9 {
+        // A member speaking the classic protocol commits at any version, its generation
+        // the member epoch (ILLEGAL_GENERATION where a KIP-848 member is STALE_MEMBER_EPOCH).
+        let classic = member.classic.is_some();
+        if !transactional && !classic && version < 9 {
             return Err(ResponseError::UnsupportedVersion);
         }
         if member_epoch == member.member_epoch {
             return Ok(None);
         }
         if member_epoch > member.member_epoch {
-            return Err(ResponseError::StaleMemberEpoch);
+            return Err(if classic {
+                ResponseError::IllegalGeneration
+            } else {
+                ResponseError::StaleMemberEpoch
+            });
         }
         Ok(Some(member))
     }
@@ -409,7 +492,7 @@ impl ConsumerGroup {
     /// Checks an OffsetFetch as Kafka's `ConsumerGroup.validateOffsetFetch`.
     ///
     /// # Errors
-    /// UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH.
+    /// UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a classic member).
     pub fn check_fetch(
         &self,
         member_id: Option<&str>,
@@ -426,14 +509,19 @@ impl ConsumerGroup {
             .get(member_id)
             .ok_or(ResponseError::UnknownMemberId)?;
         if member.member_epoch != member_epoch {
-            return Err(ResponseError::StaleMemberEpoch);
+            return Err(if member.classic.is_some() {
+                ResponseError::IllegalGeneration
+            } else {
+                ResponseError::StaleMemberEpoch
+            });
         }
         Ok(())
     }
 
-    /// Fences members whose session expired or who did not revoke in time.
-    pub(crate) fn tick(&mut self, now: Instant) {
-        let expired: Vec<String> = self
+    /// Members whose session expired, who did not revoke in time, or (classic members) did
+    /// not rejoin or sync in time: to be fenced.
+    pub(crate) fn expired(&self, now: Instant) -> Vec<String> {
+        let mut expired: Vec<String> = self
             .members
             .iter()
             .filter(|(_, m)| {
@@ -446,10 +534,12 @@ impl ConsumerGroup {
             })
             .map(|(id, _)| id.clone())
             .collect();
-        for id in expired {
-            tracing::debug!(member = id, "consumer group member fenced by a timer");
-            self.fence(&id);
+        for id in self.classic_timed_out(now) {
+            if !expired.contains(&id) {
+                expired.push(id);
+            }
         }
+        expired
     }
 
     /// The group as a new coordinator loads it: every record Kafka writes is stored, so all
