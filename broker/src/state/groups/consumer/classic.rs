@@ -1,49 +1,25 @@
-//! Classic-protocol members inside a KIP-848 consumer group, and the online migration between
-//! the two group types (KIP-848's upgrade and downgrade), as Kafka 4.4's `GroupMetadataManager`
-//! runs them under `group.consumer.migration.policy` ([`MigrationPolicy`]).
-//!
-//! - **Upgrade** ([`upgrade`]): a joining ConsumerGroupHeartbeat (epoch 0) for a live classic
-//!   group whose protocol type is `consumer` converts it (`convertToConsumerGroup`), when the
-//!   policy allows (`bidirectional`, `upgrade`) and its size is within
-//!   `group.consumer.max.size`: the group epoch and the assignment epoch become the classic
-//!   generation; each member keeps its id, subscription (decoded from its metadata of the chosen
-//!   protocol) and assignment (decoded from its SyncGroup assignment), at the generation as its
-//!   member epoch, its assignment also its target (`ConsumerGroup.fromClassicGroup`). A JoinGroup
-//!   or SyncGroup still waiting is answered REBALANCE_IN_PROGRESS. Refusals are
-//!   GROUP_ID_NOT_FOUND with Kafka's message (`validateOnlineUpgrade`).
-//! - **Classic members** then keep speaking JoinGroup, SyncGroup, Heartbeat and LeaveGroup
-//!   ([`Groups::classic_join`] and the others): a JoinGroup updates the member from its
-//!   subscription (owned partitions included) and reconciles it as a heartbeat would, answered
-//!   at once with its member epoch as the generation; SyncGroup serves its current assignment;
-//!   Heartbeat answers REBALANCE_IN_PROGRESS while the group epoch is past the member's, while it
-//!   has partitions to revoke, or when partitions it waits for were released. A member told to
-//!   rejoin must join within its rebalance timeout, and sync within it after joining, or it is
-//!   fenced (Kafka's join and sync timeouts); its session timeout is its JoinGroup's.
-//! - **Downgrade** ([`fence_or_downgrade`]): when the last consumer-protocol member leaves
-//!   (epoch -1) or is fenced, and the others all speak the classic protocol, the group becomes a
-//!   classic group again (`convertToClassicGroup`) at the group epoch as its generation, each
-//!   member with its target assignment, and a rebalance starts; policy `bidirectional` or
-//!   `downgrade`.
+//! Classic-protocol members inside a KIP-848 consumer group, as Kafka 4.4's
+//! `GroupMetadataManager` serves them after an upgrade ([`super::migration`]): they keep
+//! speaking JoinGroup, SyncGroup, Heartbeat and LeaveGroup ([`Groups::classic_join`] and the
+//! others). A JoinGroup updates the member from its subscription (owned partitions included)
+//! and reconciles it as a heartbeat would, answered at once with its member epoch as the
+//! generation; SyncGroup serves its current assignment; Heartbeat answers
+//! REBALANCE_IN_PROGRESS while the group epoch is past the member's, while it has partitions to
+//! revoke, or when partitions it waits for were released. A member told to rejoin must join
+//! within its rebalance timeout, and sync within it after joining, or it is fenced (Kafka's
+//! join and sync timeouts); its session timeout is its JoinGroup's.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
-use kafka_protocol::messages::{
-    ConsumerProtocolAssignment, ConsumerProtocolSubscription, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::heartbeat::{advance, refuse, Refusal};
-use super::{ConsumerGroup, ConsumerMember, MemberState, MigrationPolicy, Partitions, TopicIndex};
-use crate::state::groups::group::Member;
-use crate::state::groups::{
-    Group, GroupState, Groups, JoinRequest, JoinResult, SyncAnswer, SyncResult,
-};
+use super::advance::advance;
+use super::migration::{by_id, decode_subscription, encode_assignment};
+use super::{ConsumerGroup, ConsumerMember, MemberState, MigrationPolicy, TopicIndex};
+use crate::state::groups::{Groups, JoinRequest, JoinResult, SyncAnswer, SyncResult};
 
 /// What a consumer group keeps of a member speaking the classic protocol (Kafka's
 /// `ClassicMemberMetadata`), with its join and sync timers.
@@ -65,260 +41,6 @@ impl ClassicMember {
     pub fn protocol_name(&self) -> &str {
         self.protocols.first().map_or("", |(n, _)| n.as_str())
     }
-}
-
-/// The consumer protocol version of a metadata or assignment (its first two bytes), decoded at
-/// the highest version kafka-protocol knows when newer, as Kafka reads a newer one.
-fn versioned(bytes: &Bytes) -> Option<(i16, Bytes)> {
-    if bytes.len() < 2 {
-        return None;
-    }
-    let mut buf = bytes.clone();
-    let version = buf.get_i16();
-    (version >= 0).then_some((version.min(3), buf))
-}
-
-/// A member's subscription from its consumer protocol metadata; `None` when malformed.
-pub fn decode_subscription(metadata: &Bytes) -> Option<ConsumerProtocolSubscription> {
-    let (version, mut buf) = versioned(metadata)?;
-    ConsumerProtocolSubscription::decode(&mut buf, version).ok()
-}
-
-/// A member's assignment bytes as partitions by topic id (topics the cluster does not know are
-/// left out, as Kafka's `toTopicPartitionMap`); none for a member that has not synced yet
-/// (Kafka 4.4 upgrades such a group: conformance case
-/// `consumer_group_heartbeat_to_classic_groups_it_does_not_upgrade`); `None` when malformed.
-fn decode_assignment(bytes: &Bytes, topics: &impl TopicIndex) -> Option<Partitions> {
-    if bytes.is_empty() {
-        return Some(Partitions::new());
-    }
-    let (version, mut buf) = versioned(bytes)?;
-    let assignment = ConsumerProtocolAssignment::decode(&mut buf, version).ok()?;
-    let mut out = Partitions::new();
-    for tp in assignment.assigned_partitions {
-        if let Some((id, _)) = topics.topic(tp.topic.0.as_str()) {
-            out.entry(id).or_default().extend(tp.partitions);
-        }
-    }
-    Some(out)
-}
-
-/// Partitions named by topic, as ids (unknown topics left out).
-fn by_id<'a>(
-    named: impl Iterator<Item = (&'a str, &'a [i32])>,
-    topics: &impl TopicIndex,
-) -> Partitions {
-    let mut out = Partitions::new();
-    for (topic, partitions) in named {
-        if let Some((id, _)) = topics.topic(topic) {
-            out.entry(id)
-                .or_default()
-                .extend(partitions.iter().copied());
-        }
-    }
-    out
-}
-
-/// `partitions` as consumer protocol assignment bytes at the version of `metadata` (Kafka's
-/// `prepareAssignment`), topic names from the group's subscription metadata.
-pub(crate) fn encode_assignment(
-    cg: &ConsumerGroup,
-    partitions: &Partitions,
-    metadata: &Bytes,
-) -> Bytes {
-    let version = versioned(metadata).map_or(0, |(v, _)| v);
-    let names: BTreeMap<Uuid, &String> = cg
-        .subscription_metadata
-        .iter()
-        .map(|(name, (id, _))| (*id, name))
-        .collect();
-    let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
-        partitions
-            .iter()
-            .filter_map(|(id, ps)| {
-                names.get(id).map(|name| {
-                    TopicPartition::default()
-                        .with_topic(TopicName(StrBytes::from_string((*name).clone())))
-                        .with_partitions(ps.iter().copied().collect())
-                })
-            })
-            .collect(),
-    );
-    let mut buf = BytesMut::new();
-    buf.put_i16(version);
-    // A message kafka-protocol encodes at its own versions cannot fail here.
-    let _ = assignment.encode(&mut buf, version);
-    buf.freeze()
-}
-
-/// Converts the live classic `group` to a consumer group (see the module header), or refuses
-/// as Kafka's `validateOnlineUpgrade` and `convertToConsumerGroup` do.
-///
-/// # Errors
-/// GROUP_ID_NOT_FOUND with Kafka's message.
-pub(crate) fn upgrade(
-    group: &mut Group,
-    group_id: &str,
-    policy: MigrationPolicy,
-    max_size: usize,
-    topics: &impl TopicIndex,
-    now: Instant,
-) -> Result<(), Refusal> {
-    let cannot = |why: &str| {
-        refuse(
-            ResponseError::GroupIdNotFound,
-            format!("Cannot upgrade classic group {group_id} to consumer group {why}."),
-        )
-    };
-    if !policy.upgrade_enabled() {
-        return cannot("because online upgrade is disabled");
-    }
-    if group.protocol_type.as_deref() != Some("consumer") {
-        return cannot("because the group does not use the consumer embedded protocol");
-    }
-    if group.members.len() > max_size {
-        return cannot("because the group size exceeds the consumer group maximum size");
-    }
-    let generation = group.generation_id;
-    let mut cg = ConsumerGroup {
-        group_epoch: generation,
-        assignment_epoch: generation,
-        ..ConsumerGroup::default()
-    };
-    for (id, m) in &group.members {
-        let metadata = group
-            .protocol_name
-            .as_ref()
-            .and_then(|p| m.protocols.iter().find(|(n, _)| n == p))
-            .map(|(_, md)| md.clone())
-            .unwrap_or_default();
-        let (Some(sub), Some(assigned)) = (
-            decode_subscription(&metadata),
-            decode_assignment(&m.assignment, topics),
-        ) else {
-            return cannot("because the embedded consumer protocol is malformed");
-        };
-        let mut names: Vec<String> = sub.topics.iter().map(|t| t.as_str().to_owned()).collect();
-        names.sort();
-        names.dedup();
-        cg.subscribed.add_names(&names);
-        let mut member = ConsumerMember::new(now, m.session_timeout);
-        member.member_epoch = generation;
-        member.previous_member_epoch = generation;
-        member.instance_id = m.group_instance_id.clone();
-        member.rack_id = sub.rack_id.as_ref().map(|r| r.as_str().to_owned());
-        member.rebalance_timeout = m.rebalance_timeout;
-        member.client_id = m.client_id.clone();
-        member.client_host = m.client_host.clone();
-        member.subscribed_topic_names = names;
-        member.assigned = assigned
-            .iter()
-            .map(|(t, ps)| (*t, ps.iter().map(|p| (*p, generation)).collect()))
-            .collect();
-        member.classic = Some(ClassicMember {
-            session_timeout: m.session_timeout,
-            protocols: m.protocols.clone(),
-            join_deadline: None,
-            sync_deadline: None,
-        });
-        cg.target.insert(id.clone(), assigned);
-        cg.members.insert(id.clone(), member);
-    }
-    cg.subscription_metadata = super::subscriptions::subscription_metadata(&cg, topics);
-    // Requests waiting on the classic rebalance are told to rejoin (Kafka's
-    // `completeAllJoinFutures` / `completeAllSyncFutures`).
-    for (id, m) in &mut group.members {
-        if let Some(tx) = m.awaiting_join.take() {
-            let _ = tx.send(JoinResult::error(ResponseError::RebalanceInProgress, id));
-        }
-        if let Some(tx) = m.awaiting_sync.take() {
-            let _ = tx.send(Err(ResponseError::RebalanceInProgress));
-        }
-    }
-    let offsets = std::mem::take(&mut group.offsets);
-    *group = Group::new();
-    group.offsets = offsets;
-    group.consumer = Some(Box::new(cg));
-    tracing::info!(
-        group = group_id,
-        "classic group upgraded to a consumer group"
-    );
-    Ok(())
-}
-
-/// Fences `member_id` (Kafka's `consumerGroupFenceMember`), or, when it is the last member
-/// speaking the consumer protocol among classic ones and `policy` allows, converts the group
-/// back to a classic group without it and starts a rebalance (`convertToClassicGroup`).
-/// Returns whether the group was downgraded.
-pub(crate) fn fence_or_downgrade(
-    group: &mut Group,
-    member_id: &str,
-    policy: MigrationPolicy,
-    now: Instant,
-) -> bool {
-    let Some(cg) = group.consumer.as_deref_mut() else {
-        return false;
-    };
-    let others_classic = cg
-        .members
-        .get(member_id)
-        .is_some_and(|m| m.classic.is_none())
-        && cg
-            .members
-            .iter()
-            .all(|(id, m)| id == member_id || m.classic.is_some());
-    if !(others_classic && cg.members.len() > 1 && policy.downgrade_enabled()) {
-        cg.fence(member_id);
-        return false;
-    }
-    let cg = group.consumer.take().expect("checked above");
-    let mut classic = Group::new();
-    classic.offsets = std::mem::take(&mut group.offsets);
-    classic.generation_id = cg.group_epoch;
-    classic.protocol_type = Some("consumer".to_owned());
-    for (id, m) in cg.members.iter().filter(|(id, _)| *id != member_id) {
-        let c = m.classic.as_ref().expect("checked above");
-        classic.members.insert(
-            id.clone(),
-            Member {
-                group_instance_id: m.instance_id.clone(),
-                client_id: m.client_id.clone(),
-                client_host: m.client_host.clone(),
-                session_timeout: c.session_timeout,
-                rebalance_timeout: m.rebalance_timeout,
-                protocol_type: "consumer".to_owned(),
-                protocols: c.protocols.clone(),
-                assignment: Bytes::new(),
-                last_heartbeat: now,
-                awaiting_join: None,
-                awaiting_sync: None,
-            },
-        );
-        if classic.leader.is_none() {
-            classic.leader = Some(id.clone());
-        }
-    }
-    classic.protocol_name = classic.select_protocol();
-    let chosen = classic.protocol_name.clone().unwrap_or_default();
-    for (id, member) in &mut classic.members {
-        let metadata = member
-            .protocols
-            .iter()
-            .find(|(n, _)| *n == chosen)
-            .map(|(_, md)| md.clone())
-            .unwrap_or_default();
-        let target = cg.target.get(id).cloned().unwrap_or_default();
-        member.assignment = encode_assignment(&cg, &target, &metadata);
-    }
-    classic.state = GroupState::Stable;
-    classic.store();
-    classic.prepare_rebalance(now);
-    *group = classic;
-    tracing::info!(
-        member = member_id,
-        "consumer group downgraded to a classic group"
-    );
-    true
 }
 
 /// Kafka's `ConsumerGroup.supportsClassicProtocols`: the `consumer` protocol type, and a

@@ -1,18 +1,14 @@
 //! ConsumerGroupHeartbeat against the groups, as Kafka 4.x's
 //! `GroupMetadataManager.consumerGroupHeartbeat` and `consumerGroupLeave`.
 
-use std::collections::{BTreeMap, HashMap};
-
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::assignors::{self, MemberSpec};
+use super::advance::advance;
 use super::members::{member_for, unknown_member};
-use super::subscriptions::subscription_metadata;
 use super::{
-    next_epoch, reconcile, regex, ConsumerGroup, MemberState, Partitions, TopicIndex,
-    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    regex, Partitions, TopicIndex, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::state::groups::{Group, GroupState, Groups};
 
@@ -187,7 +183,7 @@ impl Groups {
         };
         if group.consumer.is_none() {
             // An empty classic group is replaced (its offsets stay); a live one is upgraded
-            // when the policy allows ([`super::classic::upgrade`]).
+            // when the policy allows ([`super::migration::upgrade`]).
             if !create {
                 return refuse(
                     ResponseError::GroupIdNotFound,
@@ -197,7 +193,7 @@ impl Groups {
             if group.state == GroupState::Empty && group.members.is_empty() {
                 group.consumer = Some(Box::default());
             } else {
-                super::classic::upgrade(
+                super::migration::upgrade(
                     group,
                     &group_id,
                     config.migration_policy,
@@ -317,7 +313,7 @@ impl Groups {
         })
     }
 
-    /// Fences a member, or downgrades its group ([`super::classic::fence_or_downgrade`]),
+    /// Fences a member, or downgrades its group ([`super::migration::fence_or_downgrade`]),
     /// noting the conversion.
     fn fence_member(
         &mut self,
@@ -327,7 +323,7 @@ impl Groups {
         now: Instant,
     ) {
         let group = self.groups.get_mut(group_id).expect("the caller found it");
-        if super::classic::fence_or_downgrade(group, member_id, policy, now) {
+        if super::migration::fence_or_downgrade(group, member_id, policy, now) {
             self.conversions.push(crate::state::groups::Conversion {
                 group_id: group_id.to_owned(),
                 to: "classic",
@@ -392,115 +388,6 @@ impl Groups {
     }
 }
 
-/// The group after a member's request: `bump` (the member's subscription or assignor
-/// changed) and a changed subscription metadata move the group epoch; a new target is computed
-/// when due (Kafka 4.4's `canComputeNextTargetAssignment`), and the member moves one step
-/// towards its target given what it says it `owned` (Kafka's `maybeReconcile`). Shared by
-/// ConsumerGroupHeartbeat and a classic member's JoinGroup. Returns what the member had
-/// assigned before.
-pub(super) fn advance(
-    cg: &mut ConsumerGroup,
-    member_id: &str,
-    mut bump: bool,
-    owned: Option<&Partitions>,
-    topics: &impl TopicIndex,
-    now: Instant,
-    config: &super::ConsumerGroupConfig,
-) -> Partitions {
-    bump |= cg.regexes.apply_pending();
-    cg.regexes.maybe_resolve(topics, now);
-    let metadata = subscription_metadata(cg, topics);
-    if metadata != cg.subscription_metadata {
-        cg.subscription_metadata = metadata;
-        bump = true;
-    }
-    if bump {
-        cg.group_epoch = next_epoch(cg.group_epoch);
-    }
-    // Kafka 4.4's `canComputeNextTargetAssignment`: at most once per interval.
-    let due = cg
-        .assigned_at
-        .is_none_or(|at| now.saturating_duration_since(at) >= config.assignment_interval);
-    if cg.group_epoch > cg.assignment_epoch && due {
-        let specs: BTreeMap<String, MemberSpec> = cg
-            .members
-            .iter()
-            .map(|(id, m)| {
-                let spec = MemberSpec {
-                    topics: subscribed_topics(cg, m),
-                    previous: cg.target.get(id).cloned().unwrap_or_default(),
-                };
-                (id.clone(), spec)
-            })
-            .collect();
-        cg.target = assignors::assign(
-            cg.assignor(config.assignors),
-            &specs,
-            &cg.subscription_metadata,
-        );
-        cg.assignment_epoch = cg.group_epoch;
-        cg.assigned_at = Some(now);
-    }
-    // The member is cloned for reconciliation without its subscription (put back below).
-    let member = cg.members.get_mut(member_id).expect("ensured above");
-    let subscription = std::mem::take(&mut member.subscribed_topic_names);
-    let before = member.clone();
-    let mut after = before.clone();
-    if !before.is_reconciled_to(cg.assignment_epoch) {
-        let target = cg.target.get(member_id).cloned().unwrap_or_default();
-        // Indexed at the first partition asked about: a member whose target needs no
-        // partition of another (most heartbeats) pays nothing for it.
-        let owners = std::cell::OnceCell::new();
-        let owner = |t: Uuid, p: i32| {
-            owners
-                .get_or_init(|| owner_epochs(cg, member_id))
-                .get(&(t, p))
-                .copied()
-                .unwrap_or(-1)
-        };
-        after = reconcile::next(&before, cg.assignment_epoch, &target, owned, owner);
-        if after.state == MemberState::UnrevokedPartitions {
-            if before.state != MemberState::UnrevokedPartitions
-                || before.member_epoch != after.member_epoch
-            {
-                after.rebalance_deadline =
-                    Some((now + after.rebalance_timeout, after.member_epoch));
-            }
-        } else {
-            after.rebalance_deadline = None;
-        }
-    }
-    after.subscribed_topic_names = subscription;
-    after.session_deadline = now
-        + after
-            .classic
-            .as_ref()
-            .map_or(config.session_timeout, |c| c.session_timeout);
-    let assigned_before = before.assigned_partitions();
-    cg.members.insert(member_id.to_owned(), after);
-    assigned_before
-}
-
-/// The member epoch of each other member's owned partitions (assigned or pending
-/// revocation), the first member in id order for a partition two claim, as
-/// [`ConsumerGroup::current_partition_epoch`] answers it, indexed at most once per heartbeat.
-fn owner_epochs(cg: &ConsumerGroup, member_id: &str) -> HashMap<(Uuid, i32), i32> {
-    let mut out = HashMap::new();
-    for (id, m) in &cg.members {
-        if id == member_id {
-            continue;
-        }
-        for owned in [&m.assigned, &m.pending_revocation] {
-            for (t, ps) in owned {
-                for p in ps.keys() {
-                    out.entry((*t, *p)).or_insert(m.member_epoch);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Whether `regex` compiles, compiling it into `compiled` if the handler did not.
 fn compiled_or_refusal(
     compiled: &mut Option<Result<::regex::Regex, Refusal>>,
@@ -510,20 +397,4 @@ fn compiled_or_refusal(
         Ok(_) => Ok(()),
         Err(refusal) => Err(refusal.clone()),
     }
-}
-
-/// A member's topics for the assignor: its names, with what its regex resolved to (borrowed
-/// when it has no regex, so a long subscription is not copied for each target).
-fn subscribed_topics<'a>(
-    cg: &'a ConsumerGroup,
-    m: &'a super::ConsumerMember,
-) -> std::borrow::Cow<'a, [String]> {
-    let Some(r) = &m.subscribed_topic_regex else {
-        return std::borrow::Cow::Borrowed(&m.subscribed_topic_names);
-    };
-    let mut all: Vec<String> = m.subscribed_topic_names.clone();
-    all.extend(cg.regexes.topics(r).cloned());
-    all.sort();
-    all.dedup();
-    std::borrow::Cow::Owned(all)
 }

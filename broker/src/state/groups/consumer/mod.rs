@@ -20,6 +20,7 @@
 //! `group.consumer.session.timeout.ms`) or that does not revoke within its rebalance timeout is
 //! fenced: removed, and the group epoch bumped.
 
+mod advance;
 pub mod assignors;
 pub mod classic;
 #[cfg(test)]
@@ -29,6 +30,7 @@ mod heterogeneous;
 #[cfg(test)]
 mod heterogeneous_tests;
 mod members;
+pub mod migration;
 pub mod reconcile;
 pub mod regex;
 pub mod subscriptions;
@@ -43,6 +45,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 pub use heartbeat::HeartbeatRequest;
+pub use migration::MigrationPolicy;
 pub use subscriptions::{SubscribedNames, TopicIndex};
 
 /// Partitions by topic id.
@@ -112,71 +115,6 @@ pub struct ConsumerGroupConfig {
     /// `group.consumer.migration.policy`: whether a live classic group may become a consumer
     /// group and back ([`MigrationPolicy`]; Kafka 4's default `bidirectional`).
     pub migration_policy: MigrationPolicy,
-}
-
-/// Kafka's `group.consumer.migration.policy` (`ConsumerGroupMigrationPolicy`): which online
-/// conversions between a classic group and a KIP-848 consumer group the coordinator makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MigrationPolicy {
-    /// Both ways (Kafka 4's default).
-    #[default]
-    Bidirectional,
-    /// Classic to consumer only: a ConsumerGroupHeartbeat converts a live classic group.
-    Upgrade,
-    /// Consumer to classic only: the last consumer-protocol member leaving converts back.
-    Downgrade,
-    /// Neither; classic members may not join a consumer group either.
-    Disabled,
-}
-
-impl MigrationPolicy {
-    /// Kafka's name of the policy.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Bidirectional => "bidirectional",
-            Self::Upgrade => "upgrade",
-            Self::Downgrade => "downgrade",
-            Self::Disabled => "disabled",
-        }
-    }
-
-    /// The policy named `name` (case-insensitive, as Kafka parses it).
-    ///
-    /// # Errors
-    /// Another name.
-    pub fn parse(name: &str) -> Result<Self, String> {
-        [
-            Self::Bidirectional,
-            Self::Upgrade,
-            Self::Downgrade,
-            Self::Disabled,
-        ]
-        .into_iter()
-        .find(|p| p.name().eq_ignore_ascii_case(name))
-        .ok_or_else(|| {
-            format!(
-                "group.consumer.migration.policy {name:?}: one of bidirectional, upgrade, downgrade, disabled"
-            )
-        })
-    }
-
-    /// Whether a live classic group may be upgraded (`bidirectional`, `upgrade`).
-    pub fn upgrade_enabled(self) -> bool {
-        matches!(self, Self::Bidirectional | Self::Upgrade)
-    }
-
-    /// Whether a consumer group may be downgraded (`bidirectional`, `downgrade`).
-    pub fn downgrade_enabled(self) -> bool {
-        matches!(self, Self::Bidirectional | Self::Downgrade)
-    }
-}
-
-impl std::str::FromStr for MigrationPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::parse(s)
-    }
 }
 
 impl Default for ConsumerGroupConfig {
