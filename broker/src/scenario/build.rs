@@ -256,6 +256,16 @@ mod tests {
             defaults.config.consumer_groups.assignors,
             &["uniform", "range"][..]
         );
+        assert_eq!(
+            defaults.config.consumer_groups.migration_policy,
+            crate::MigrationPolicy::Bidirectional
+        );
+        let s = Scenario::parse("consumer_groups:\n  migration_policy: downgrade\n").unwrap();
+        assert_eq!(
+            s.builder().unwrap().config.consumer_groups.migration_policy,
+            crate::MigrationPolicy::Downgrade
+        );
+        assert!(Scenario::parse("consumer_groups:\n  migration_policy: sideways\n").is_err());
     }
 
     #[test]
