@@ -299,7 +299,7 @@ impl Groups {
                 .collect();
         };
         if group.consumer.is_some() {
-            return self.classic_leave(group_id, members);
+            return self.classic_leave(group_id, members, now);
         }
         members
             .iter()

@@ -268,7 +268,7 @@ impl Groups {
             if let Some(cg) = group.consumer.as_ref() {
                 for id in cg.expired(now) {
                     tracing::debug!(member = id, "consumer group member fenced by a timer");
-                    if consumer::migration::fence_or_downgrade(group, &id, policy, now) {
+                    if consumer::migration::fence_or_downgrade(group, &[id.as_str()], policy, now) {
                         self.conversions.push(Conversion {
                             group_id: group_id.clone(),
                             to: "classic",

@@ -13,13 +13,14 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 use kmock_client::Client;
 
-use super::{coordinator, heartbeat, until_served};
+use super::{coordinator, heartbeat, leave, until_served};
 use crate::conformance::{case, err, name, text, Case, Ctx, Lines};
-use crate::consumer_group::{self, offset_commit};
+use crate::consumer_group::{self, offset_commit, offset_fetch};
 
 pub const CASES: &[Case] = &[
     case!(consumer_group_heartbeat_upgrades_a_classic_group_and_its_leave_downgrades_it),
     case!(consumer_group_heartbeat_to_classic_groups_it_does_not_upgrade),
+    case!(classic_requests_to_a_consumer_group),
 ];
 
 /// Consumer protocol subscription v1 bytes to `topic`, owning `owned` of its partitions.
@@ -351,5 +352,100 @@ async fn consumer_group_heartbeat_to_classic_groups_it_does_not_upgrade(cx: Ctx)
     })
     .await?;
     lines.push(beat_line("stable, at epoch 1", &at_epoch, 0, &stable));
+    Ok(lines)
+}
+
+/// Classic requests to a consumer group: those of its consumer-protocol member (SyncGroup and
+/// Heartbeat refused, LeaveGroup taken, which downgrades the group to its classic member), a
+/// classic member joining it (MEMBER_ID_REQUIRED first, another protocol type refused), its
+/// SyncGroup, Heartbeat and OffsetFetch at a generation other than its member epoch, how
+/// DescribeGroups and ListGroups show the group, and the classic member leaving. No line
+/// depends on whether the broker computed a new target yet (at most once a second).
+async fn classic_requests_to_a_consumer_group(cx: Ctx) -> Result<Lines> {
+    let client = cx.connect().await?;
+    let topic = cx.create(&client, "t", 2, &[]).await?;
+    let group = cx.topic("g");
+    coordinator(&client, &group).await?;
+    let m = until_served(&client, 1, || consumer_group::join(&group, "m", &[&topic])).await?;
+    let mut lines = vec![beat_line("consumer member joins", &m, 0, &group)];
+    let epoch = m.member_epoch;
+    lines.push(format!(
+        "its SyncGroup: {}",
+        sync(&client, &group, "m", epoch, Vec::new()).await?
+    ));
+    lines.push(format!(
+        "its Heartbeat: {}",
+        heartbeat(&client, &group, "m", epoch).await?
+    ));
+    let first = join(&client, &group, "", "consumer", subscription(&topic, &[])).await?;
+    lines.push(format!(
+        "classic join without an id: {} id given {}",
+        err(first.error_code),
+        !first.member_id.is_empty()
+    ));
+    let id = first.member_id.to_string();
+    let other = join(&client, &group, &id, "connect", subscription(&topic, &[])).await?;
+    lines.push(joined("classic join of protocol type connect", &other, 0));
+    let joined_answer = join(&client, &group, &id, "consumer", subscription(&topic, &[])).await?;
+    let generation = joined_answer.generation_id;
+    lines.push(format!(
+        "classic join: {} at the consumer member's epoch or later {} protocol {:?}/{:?} leader {:?} members {}",
+        err(joined_answer.error_code),
+        generation >= epoch,
+        joined_answer.protocol_type.as_ref().map(|s| s.to_string()),
+        joined_answer.protocol_name.as_ref().map(|s| s.to_string()),
+        joined_answer.leader.to_string(),
+        joined_answer.members.len()
+    ));
+    // (Its SyncGroup at its generation is REBALANCE_IN_PROGRESS or NONE, as the broker did or
+    // did not compute a new target yet: not a line.)
+    lines.push(format!(
+        "classic sync at another generation: {}",
+        sync(&client, &group, &id, generation + 5, Vec::new()).await?
+    ));
+    lines.push(format!(
+        "classic heartbeat at another generation: {}",
+        heartbeat(&client, &group, &id, generation + 5).await?
+    ));
+    for (what, at) in [("its generation", generation), ("another", generation + 5)] {
+        let answer = client
+            .send(offset_fetch(&group, (&id, at), &topic), 9)
+            .await?;
+        lines.push(format!(
+            "classic OffsetFetch at {what}: {}",
+            answer
+                .groups
+                .first()
+                .map_or("no group".to_owned(), |g| err(g.error_code))
+        ));
+    }
+    let described = client
+        .send(
+            DescribeGroupsRequest::default().with_groups(vec![GroupId(text(&group))]),
+            5,
+        )
+        .await?;
+    lines.push(format!(
+        "described: {}",
+        described
+            .groups
+            .iter()
+            .map(|g| format!(
+                "{} type {:?} members {}",
+                err(g.error_code),
+                g.protocol_type.to_string(),
+                g.members.len()
+            ))
+            .collect::<Vec<_>>()
+            .join(",")
+    ));
+    lines.push(format!(
+        "consumer member's LeaveGroup: {}",
+        leave(&client, &group, "m").await?
+    ));
+    lines.push(format!(
+        "classic leaves: {}",
+        leave(&client, &group, &id).await?
+    ));
     Ok(lines)
 }

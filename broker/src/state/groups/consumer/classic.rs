@@ -302,25 +302,31 @@ impl Groups {
         Ok(())
     }
 
-    /// LeaveGroup of classic members of a consumer group (Kafka's
-    /// `classicGroupLeaveToConsumerGroup`): the answer for each `(member id, instance id)`;
-    /// the group epoch moves once if any left.
+    /// LeaveGroup of members of a consumer group, of either protocol (Kafka 4.4's
+    /// `classicGroupLeaveToConsumerGroup`, conformance case
+    /// `classic_requests_to_a_consumer_group`): the answer for each `(member id, instance
+    /// id)`; those found leave together ([`super::migration::fence_or_downgrade`]: the group
+    /// epoch moves once, or the group is downgraded).
     pub(crate) fn classic_leave(
         &mut self,
         group_id: &str,
         members: &[(String, Option<String>)],
+        now: Instant,
     ) -> Vec<Result<(), ResponseError>> {
-        let Some(cg) = self
-            .groups
-            .get_mut(group_id)
-            .and_then(|g| g.consumer.as_deref_mut())
-        else {
+        let policy = self.consumer_config.migration_policy;
+        let Some(group) = self.groups.get_mut(group_id) else {
             return members
                 .iter()
                 .map(|_| Err(ResponseError::UnknownMemberId))
                 .collect();
         };
-        let mut left = false;
+        let Some(cg) = group.consumer.as_deref() else {
+            return members
+                .iter()
+                .map(|_| Err(ResponseError::UnknownMemberId))
+                .collect();
+        };
+        let mut leaving: Vec<String> = Vec::new();
         let answers = members
             .iter()
             .map(|(member_id, instance)| {
@@ -337,16 +343,22 @@ impl Groups {
                         owner
                     }
                 };
-                classic_member(cg, &id, None)?;
-                let epoch = cg.group_epoch;
-                cg.fence(&id);
-                cg.group_epoch = epoch;
-                left = true;
+                if !cg.members.contains_key(&id) {
+                    return Err(ResponseError::UnknownMemberId);
+                }
+                if !leaving.contains(&id) {
+                    leaving.push(id);
+                }
                 Ok(())
             })
             .collect();
-        if left {
-            cg.group_epoch = super::next_epoch(cg.group_epoch);
+        let ids: Vec<&str> = leaving.iter().map(String::as_str).collect();
+        if !ids.is_empty() && super::migration::fence_or_downgrade(group, &ids, policy, now) {
+            self.conversions.push(crate::state::groups::Conversion {
+                group_id: group_id.to_owned(),
+                to: "classic",
+                member_id: leaving.join(","),
+            });
         }
         answers
     }

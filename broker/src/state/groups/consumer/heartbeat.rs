@@ -323,7 +323,7 @@ impl Groups {
         now: Instant,
     ) {
         let group = self.groups.get_mut(group_id).expect("the caller found it");
-        if super::migration::fence_or_downgrade(group, member_id, policy, now) {
+        if super::migration::fence_or_downgrade(group, &[member_id], policy, now) {
             self.conversions.push(crate::state::groups::Conversion {
                 group_id: group_id.to_owned(),
                 to: "classic",

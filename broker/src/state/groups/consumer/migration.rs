@@ -267,29 +267,40 @@ pub(crate) fn upgrade(
     Ok(())
 }
 
-/// Fences `member_id` (Kafka's `consumerGroupFenceMember`), or, when it is the last member
-/// speaking the consumer protocol among classic ones and `policy` allows, converts the group
-/// back to a classic group without it and starts a rebalance (`convertToClassicGroup`).
-/// Returns whether the group was downgraded.
+/// Fences the `leaving` members (Kafka's `consumerGroupFenceMembers`: the group epoch moves
+/// once), or, when they include a consumer-protocol member and every other member speaks the
+/// classic protocol and `policy` allows, converts the group back to a classic group without
+/// them and starts a rebalance (`convertToClassicGroup`). Returns whether the group was
+/// downgraded.
 pub(crate) fn fence_or_downgrade(
     group: &mut Group,
-    member_id: &str,
+    leaving: &[&str],
     policy: MigrationPolicy,
     now: Instant,
 ) -> bool {
     let Some(cg) = group.consumer.as_deref_mut() else {
         return false;
     };
-    let others_classic = cg
-        .members
-        .get(member_id)
-        .is_some_and(|m| m.classic.is_none())
+    let gone = |id: &str| leaving.contains(&id);
+    let downgrade = policy.downgrade_enabled()
         && cg
             .members
             .iter()
-            .all(|(id, m)| id == member_id || m.classic.is_some());
-    if !(others_classic && cg.members.len() > 1 && policy.downgrade_enabled()) {
-        cg.fence(member_id);
+            .any(|(id, m)| gone(id) && m.classic.is_none())
+        && cg.members.keys().any(|id| !gone(id))
+        && cg
+            .members
+            .iter()
+            .all(|(id, m)| gone(id) || m.classic.is_some());
+    if !downgrade {
+        // The callers name members of the group: the epoch moves once for them all.
+        let epoch = cg.group_epoch;
+        for id in leaving {
+            cg.fence(id);
+        }
+        if !leaving.is_empty() {
+            cg.group_epoch = super::next_epoch(epoch);
+        }
         return false;
     }
     let cg = group.consumer.take().expect("checked above");
@@ -297,7 +308,7 @@ pub(crate) fn fence_or_downgrade(
     classic.offsets = std::mem::take(&mut group.offsets);
     classic.generation_id = cg.group_epoch;
     classic.protocol_type = Some("consumer".to_owned());
-    for (id, m) in cg.members.iter().filter(|(id, _)| *id != member_id) {
+    for (id, m) in cg.members.iter().filter(|(id, _)| !gone(id)) {
         let c = m.classic.as_ref().expect("checked above");
         classic.members.insert(
             id.clone(),
@@ -336,7 +347,7 @@ pub(crate) fn fence_or_downgrade(
     classic.prepare_rebalance(now);
     *group = classic;
     tracing::info!(
-        member = member_id,
+        members = ?leaving,
         "consumer group downgraded to a classic group"
     );
     true
