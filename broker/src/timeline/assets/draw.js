@@ -180,6 +180,7 @@ function opLabel(op) {
     move_leader: o.topic + '-' + o.partition + ' leader → ' + o.node_id,
     move_coordinator: 'group ' + o.group_id + ' coordinator → ' + o.node_id,
     move_transaction_coordinator: 'txn ' + o.transactional_id + ' coordinator → ' + o.node_id,
+    group_converted: 'group ' + o.group_id + ' converted to ' + o.to,
     reset: 'reset' }[o.op];
   return what || o.op;
 }

@@ -246,6 +246,23 @@ async fn consumer_group_heartbeat_upgrades_a_classic_group_and_its_leave_downgra
         "classic heartbeat: {}",
         heartbeat(&client, &group, &classic, gen2).await?
     ));
+    let described = client
+        .send(
+            ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(text(&group))]),
+            1,
+        )
+        .await?;
+    lines.push(format!(
+        "ConsumerGroupDescribe member types: {:?}",
+        described
+            .groups
+            .iter()
+            .flat_map(|g| g
+                .members
+                .iter()
+                .map(|m| (m.member_id.to_string() == classic, m.member_type)))
+            .collect::<std::collections::BTreeSet<_>>()
+    ));
     for (what, version, at) in [
         ("v8 at its generation", 8, gen2),
         ("v9 at its generation", 9, gen2),

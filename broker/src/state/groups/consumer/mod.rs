@@ -484,7 +484,8 @@ impl ConsumerGroup {
     /// of it, each member's session starting afresh.
     pub(crate) fn reload(&mut self, now: Instant, session: Duration) {
         for m in self.members.values_mut() {
-            m.session_deadline = now + session;
+            // A classic member's session is its JoinGroup's.
+            m.session_deadline = now + m.classic.as_ref().map_or(session, |c| c.session_timeout);
             if let Some((_, epoch)) = m.rebalance_deadline {
                 m.rebalance_deadline = Some((now + m.rebalance_timeout, epoch));
             }
