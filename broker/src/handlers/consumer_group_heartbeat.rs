@@ -48,7 +48,9 @@
 //! drops the topics a member may not describe); an upgrade the heartbeat then refuses (the
 //! converted group full, a member epoch or instance id refused) leaves the group converted, where
 //! Kafka writes none of it; the upgrade's refusal of a custom classic assignor (Kafka 4.4's
-//! "unsupported custom assignor" message) is not made; the
+//! "unsupported custom assignor" message) is not made; a classic group still in its first
+//! rebalance (no protocol chosen yet) is refused as malformed ("… because the embedded consumer
+//! protocol is malformed."), where Kafka fails otherwise (unverified); the
 //! rack id does not change the assignment (Kafka's assignors prefer same-rack partitions only when
 //! partitions have racks, which kmock's replicas do not); the `uniform` and `range` assignors reach
 //! Kafka's balance and stickiness, not always its exact partition choices
