@@ -316,7 +316,8 @@ async fn consumer_group_heartbeat_upgrades_a_classic_group_and_its_leave_downgra
 }
 
 /// Heartbeats (joining, and at an epoch) to classic groups: one whose protocol type is not
-/// `consumer`, one whose member has joined but not synced (no assignment yet), one stable.
+/// `consumer`, one whose member has joined but not synced (no assignment yet), one whose
+/// member's metadata and assignment are not the consumer protocol's, one stable.
 async fn consumer_group_heartbeat_to_classic_groups_it_does_not_upgrade(cx: Ctx) -> Result<Lines> {
     let client = cx.connect().await?;
     // Two partitions: the member joining the unsynced group gets one whichever way the
@@ -356,9 +357,23 @@ async fn consumer_group_heartbeat_to_classic_groups_it_does_not_upgrade(cx: Ctx)
     lines.push(joined("consumer member joins", &joined_unsynced, 0));
     let stable = cx.topic("stable");
     classic_member(&client, &stable, &topic, &[0]).await?;
+    // A consumer member whose metadata is not a consumer protocol subscription.
+    let garbage = cx.topic("garbage");
+    coordinator(&client, &garbage).await?;
+    let first = join(&client, &garbage, "", "consumer", Bytes::from_static(b"x")).await?;
+    let id = first.member_id.to_string();
+    let joined_garbage = join(&client, &garbage, &id, "consumer", Bytes::from_static(b"x")).await?;
+    let given = vec![SyncGroupRequestAssignment::default()
+        .with_member_id(text(&id))
+        .with_assignment(Bytes::from_static(b"y"))];
+    lines.push(format!(
+        "member with unreadable metadata synced: {}",
+        sync(&client, &garbage, &id, joined_garbage.generation_id, given).await?
+    ));
     for (what, group) in [
         ("protocol type connect", &other),
         ("joined, not synced", &unsynced),
+        ("unreadable metadata", &garbage),
     ] {
         let answer =
             until_served(&client, 1, || consumer_group::join(group, "m", &[&topic])).await?;
