@@ -10,8 +10,13 @@
 //! committed past it, the checks are clean, and the journal shows both conversions
 //! (`GroupConverted` entries).
 //!
+//! The classic member runs once with librdkafka's default eager assignors (`range,roundrobin`:
+//! it gives up everything before rejoining) and once with `cooperative-sticky` (it rejoins
+//! still owning its partitions, and gives up only those the consumer group's target takes
+//! away, as Kafka's reconciliation of a classic member asks).
+//!
 //! "Fetched again after a commit" is read from the journal in arrival order, as in
-//! `rdkafka_consumer_protocol.rs`. With `KMOCK_REPEAT=N` the test runs N times.
+//! `rdkafka_consumer_protocol.rs`. With `KMOCK_REPEAT=N` each test runs N times.
 
 mod common;
 
@@ -36,8 +41,8 @@ const GROUP: &str = "billing";
 
 /// A member committing its position after every message, with `protocol` (`classic` or
 /// `consumer`); the classic one heartbeats every 500 ms (librdkafka's default is 3 s) so that
-/// it learns of a rebalance soon.
-fn member(cluster: &Cluster, name: &str, protocol: &str) -> Result<Member> {
+/// it learns of a rebalance soon, and assigns with `strategy` (`None`: librdkafka's default).
+fn member(cluster: &Cluster, name: &str, protocol: &str, strategy: Option<&str>) -> Result<Member> {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", cluster.bootstrap())
@@ -47,6 +52,9 @@ fn member(cluster: &Cluster, name: &str, protocol: &str) -> Result<Member> {
         .set("auto.offset.reset", "earliest");
     if protocol == "classic" {
         config.set("heartbeat.interval.ms", "500");
+    }
+    if let Some(strategy) = strategy {
+        config.set("partition.assignment.strategy", strategy);
     }
     Member::start(config, TOPIC, name, Some(1))
 }
@@ -68,8 +76,8 @@ fn conversions(cluster: &Cluster) -> Vec<(String, String)> {
         .collect()
 }
 
-/// One run.
-async fn run() -> Result<()> {
+/// One run, the classic member assigning with `strategy`.
+async fn run(strategy: Option<&str>) -> Result<()> {
     // Consumer-protocol heartbeats every 500 ms (Kafka's default is 5 s), as the classic ones.
     let cluster = Cluster::builder()
         .topic(TOPIC, PARTITIONS)
@@ -83,14 +91,14 @@ async fn run() -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let producing = tokio::spawn(keep_producing(producer, TOPIC, stop.clone()));
 
-    let classic = member(&cluster, "classic-1", "classic")?;
+    let classic = member(&cluster, "classic-1", "classic", strategy)?;
     settle(&cluster, PARTITIONS, "classic-1 alone", &[&classic]).await?;
     ensure!(
         conversions(&cluster).is_empty(),
         "converted before any consumer-protocol member: {:?}",
         conversions(&cluster)
     );
-    let modern = member(&cluster, "consumer-2", "consumer")?;
+    let modern = member(&cluster, "consumer-2", "consumer", None)?;
     settle(
         &cluster,
         PARTITIONS,
@@ -175,13 +183,25 @@ async fn run() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_classic_group_upgraded_by_a_consumer_member_and_downgraded_when_it_leaves_loses_nothing(
-) -> Result<()> {
+/// Runs [`repeat`] times.
+async fn runs(strategy: Option<&str>) -> Result<()> {
     for i in 0..repeat() {
         let started = Instant::now();
-        run().await.with_context(|| format!("run {}", i + 1))?;
+        run(strategy)
+            .await
+            .with_context(|| format!("run {}", i + 1))?;
         println!("run {} took {:?}", i + 1, started.elapsed());
     }
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classic_group_upgraded_by_a_consumer_member_and_downgraded_when_it_leaves_loses_nothing(
+) -> Result<()> {
+    runs(None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_with_a_cooperative_classic_member() -> Result<()> {
+    runs(Some("cooperative-sticky")).await
 }

@@ -6,52 +6,25 @@
 //! relative to the classic generation and counts of partitions.
 
 use anyhow::{bail, Result};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::protocol::Decodable;
 use kmock_client::Client;
 
 use super::{coordinator, heartbeat, leave, until_served};
-use crate::conformance::{case, err, name, text, Case, Ctx, Lines};
-use crate::consumer_group::{self, offset_commit, offset_fetch};
+use crate::conformance::{case, err, text, Case, Ctx, Lines};
+use crate::consumer_group::{
+    self, classic_assignment as assignment, classic_subscription as subscription, offset_commit,
+    offset_fetch,
+};
 
 pub const CASES: &[Case] = &[
     case!(consumer_group_heartbeat_upgrades_a_classic_group_and_its_leave_downgrades_it),
     case!(consumer_group_heartbeat_to_classic_groups_it_does_not_upgrade),
     case!(classic_requests_to_a_consumer_group),
 ];
-
-/// Consumer protocol subscription v1 bytes to `topic`, owning `owned` of its partitions.
-fn subscription(topic: &str, owned: &[i32]) -> Bytes {
-    let sub = ConsumerProtocolSubscription::default()
-        .with_topics(vec![text(topic)])
-        .with_owned_partitions(if owned.is_empty() {
-            Vec::new()
-        } else {
-            vec![consumer_protocol_subscription::TopicPartition::default()
-                .with_topic(name(topic))
-                .with_partitions(owned.to_vec())]
-        });
-    let mut buf = BytesMut::new();
-    buf.put_i16(1);
-    sub.encode(&mut buf, 1).expect("a v1 subscription encodes");
-    buf.freeze()
-}
-
-/// Consumer protocol assignment v1 bytes of `partitions` of `topic`.
-fn assignment(topic: &str, partitions: &[i32]) -> Bytes {
-    let a = ConsumerProtocolAssignment::default().with_assigned_partitions(vec![
-        consumer_protocol_assignment::TopicPartition::default()
-            .with_topic(name(topic))
-            .with_partitions(partitions.to_vec()),
-    ]);
-    let mut buf = BytesMut::new();
-    buf.put_i16(1);
-    a.encode(&mut buf, 1).expect("a v1 assignment encodes");
-    buf.freeze()
-}
 
 /// How many partitions assignment bytes name (`malformed` when they do not decode).
 fn assigned_count(bytes: &Bytes) -> String {
