@@ -240,3 +240,34 @@ fn a_group_of_another_protocol_type_is_not_upgraded() {
     assert_eq!(e, ResponseError::GroupIdNotFound);
     assert!(message.ends_with("because the group does not use the consumer embedded protocol."));
 }
+
+#[test]
+fn a_consumer_member_fenced_by_its_session_timeout_downgrades_the_group_too() {
+    let (mut g, t0) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    let (classic, _) = stable_classic(&mut g, t0);
+    g.consumer_heartbeat(modern_join("m"), &topics(), t0)
+        .unwrap();
+    g.take_conversions();
+    // The classic member rejoins and heartbeats; the consumer member goes silent.
+    let rejoined = answered(g.join_with(classic_join(&classic), &topics(), t0));
+    let later = t0 + Duration::from_secs(25);
+    answered(g.sync(
+        "g",
+        rejoined.generation_id,
+        &classic,
+        None,
+        None,
+        None,
+        Vec::new(),
+        later,
+    ))
+    .unwrap();
+    g.tick(t0 + Duration::from_secs(46), |_| true);
+    assert_eq!(g.get("g").unwrap().group_type(), "classic");
+    let conversions = g.take_conversions();
+    assert_eq!(conversions.len(), 1);
+    assert_eq!(
+        (conversions[0].to, conversions[0].member_id.as_str()),
+        ("classic", "m")
+    );
+}
