@@ -77,6 +77,7 @@ pub use kafka_protocol::messages::ApiKey;
 /// Kafka's error codes, for [`Rule::error`].
 pub use kafka_protocol::ResponseError;
 pub use scenario::Scenario;
+pub use state::groups::consumer::MigrationPolicy;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

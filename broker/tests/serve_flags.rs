@@ -6,7 +6,8 @@
 //! close; `--kafka-version` lists that release's API versions, and one older than kmock
 //! emulates is refused; the `--consumer-group-*` flags set what the scenario's
 //! `consumer_groups:` section sets, and a heartbeat interval not below the session timeout is
-//! refused.
+//! refused; `--group-consumer-migration-policy disabled` keeps classic members out of a
+//! consumer group, and a policy Kafka does not have is refused.
 
 mod common;
 
@@ -264,6 +265,47 @@ async fn consumer_group_flags_set_the_heartbeat_interval_and_the_group_size() {
     );
     assert!(
         stderr.contains("heartbeat_interval must be below session_timeout"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn the_migration_policy_flag_keeps_classic_members_out_and_refuses_unknown_policies() {
+    let mut server = Server::start(&[
+        "--port",
+        "0",
+        "--topic",
+        "t:2",
+        "--group-consumer-migration-policy",
+        "disabled",
+    ]);
+    let client = Client::connect(server.addrs()[0]).await.unwrap();
+    let joined = client
+        .send(common::consumer_group_join("g", "m1", &["t"]), 1)
+        .await
+        .unwrap();
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    let classic = client.send(common::join_request("g", ""), 9).await.unwrap();
+    assert_eq!(
+        classic.error_code,
+        ResponseError::InconsistentGroupProtocol.code(),
+        "a classic JoinGroup to a consumer group under policy disabled: {classic:?}"
+    );
+    server.stop();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kmock"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--group-consumer-migration-policy",
+            "sideways",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "a usage error: {stderr}");
+    assert!(
+        stderr.contains("one of bidirectional, upgrade, downgrade, disabled"),
         "{stderr}"
     );
 }

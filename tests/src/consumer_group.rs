@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -12,8 +13,11 @@ use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopics,
 };
 use kafka_protocol::messages::{
-    ConsumerGroupHeartbeatRequest, GroupId, OffsetCommitRequest, OffsetFetchRequest,
+    consumer_protocol_assignment, consumer_protocol_subscription, ConsumerGroupHeartbeatRequest,
+    ConsumerProtocolAssignment, ConsumerProtocolSubscription, GroupId, OffsetCommitRequest,
+    OffsetFetchRequest,
 };
+use kafka_protocol::protocol::Encodable;
 use uuid::Uuid;
 
 use crate::conformance::{name, text};
@@ -91,4 +95,36 @@ pub fn offset_fetch(
         .with_topics(Some(vec![OffsetFetchRequestTopics::default()
             .with_name(name(topic))
             .with_partition_indexes(vec![0])]))])
+}
+
+/// A classic member's consumer protocol subscription (v1) to `topic`, owning `owned` of its
+/// partitions (what a cooperative member sends when it rejoins), as JoinGroup metadata.
+pub fn classic_subscription(topic: &str, owned: &[i32]) -> Bytes {
+    let sub = ConsumerProtocolSubscription::default()
+        .with_topics(vec![text(topic)])
+        .with_owned_partitions(if owned.is_empty() {
+            Vec::new()
+        } else {
+            vec![consumer_protocol_subscription::TopicPartition::default()
+                .with_topic(name(topic))
+                .with_partitions(owned.to_vec())]
+        });
+    let mut buf = BytesMut::new();
+    buf.put_i16(1);
+    sub.encode(&mut buf, 1).expect("a v1 subscription encodes");
+    buf.freeze()
+}
+
+/// A consumer protocol assignment (v1) of `partitions` of `topic`, as a leader's SyncGroup
+/// gives it.
+pub fn classic_assignment(topic: &str, partitions: &[i32]) -> Bytes {
+    let a = ConsumerProtocolAssignment::default().with_assigned_partitions(vec![
+        consumer_protocol_assignment::TopicPartition::default()
+            .with_topic(name(topic))
+            .with_partitions(partitions.to_vec()),
+    ]);
+    let mut buf = BytesMut::new();
+    buf.put_i16(1);
+    a.encode(&mut buf, 1).expect("a v1 assignment encodes");
+    buf.freeze()
 }

@@ -1,8 +1,9 @@
 //! Java's `Admin` (kafka-clients 4.4.0, `fixtures/clients/java`, `AdminCalls`) against kmock:
 //! deleteRecords, incrementalAlterConfigs and describeConfigs, electLeaders, describeTopics
-//! (sent as DescribeTopicPartitions), describeLogDirs and describeProducers, each answered as
-//! Kafka 4.4 answers them (the answers each handler's conformance cases pin against a real
-//! node).
+//! (sent as DescribeTopicPartitions), describeLogDirs, describeProducers, and
+//! alterClientQuotas and describeClientQuotas (a client id's byte rates set, an unknown key
+//! refused, one rate removed), each answered as Kafka 4.4 answers them (the answers each
+//! handler's conformance cases pin against a real node).
 //!
 //! Two brokers, topic `admin` of two partitions with two replicas each (partition 0 prefers
 //! broker 1, partition 1 broker 2); partition 1's leader is moved to broker 1 first, so that
@@ -140,6 +141,31 @@ async fn java_admin_calls_are_answered_as_kafka_answers_them() -> Result<()> {
     ensure!(
         producers[0]["epoch"] == 0 && producers[0]["last_sequence"] == RECORDS - 1,
         "{out}"
+    );
+    // AlterClientQuotas and DescribeClientQuotas: both rates set, an unknown key refused with
+    // Kafka's message, the producer rate removed.
+    ensure!(
+        events("quota_refused")
+            == vec![json!({"error": {
+                "class": "InvalidRequestException",
+                "message": "Invalid configuration key no_such_quota"
+            }})],
+        "{out}"
+    );
+    ensure!(
+        events("quotas")
+            == vec![
+                json!({"entities": 1, "quotas": {
+                    "consumer_byte_rate": 2097152.0, "producer_byte_rate": 1048576.0
+                }}),
+                json!({"entities": 1, "quotas": {"consumer_byte_rate": 2097152.0}}),
+            ],
+        "{out}"
+    );
+    ensure!(
+        cluster.journal().api("AlterClientQuotas").count() == 3
+            && cluster.journal().api("DescribeClientQuotas").count() == 2,
+        "AlterClientQuotas and DescribeClientQuotas not sent as expected"
     );
     cluster.shutdown().await;
     Ok(())

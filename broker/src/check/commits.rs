@@ -20,14 +20,17 @@
 //!   from its ConsumerGroupHeartbeat answers: a refused commit at an older epoch
 //!   (STALE_MEMBER_EPOCH) is a warning; a stored one is not reported here, as Kafka 4.4 stores
 //!   it for partitions the member has owned since that epoch (KIP-1251), and
-//!   `commit-for-unassigned-partition` judges the others.
+//!   `commit-for-unassigned-partition` judges the others. The same holds for a classic member
+//!   while its group is a consumer group (KIP-848's online migration: from a ConsumerGroupHeartbeat
+//!   answered in the group or a `group_converted` entry to `consumer`, until one to `classic`),
+//!   whose generation is its member epoch.
 
 use std::collections::{HashMap, HashSet};
 
 use super::rebalance::{Members, Owned};
 use super::{applied_unanswered, Checks, CommitScope, EntryRef, Severity, Violation};
 use crate::journal::summary::{CommitPartition, OffsetCommitSummary};
-use crate::journal::{Entry, RequestSummary};
+use crate::journal::{ClusterOperation, Entry, RequestSummary};
 
 /// A commit accepted earlier: who, where, what.
 struct Last<'a> {
@@ -47,7 +50,15 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     let mut joined: HashMap<(String, String), Vec<(u64, i32)>> = HashMap::new();
     // KIP-848 members, by (group, member).
     let mut kip848: HashSet<(String, String)> = HashSet::new();
+    // Group → (at, whether it became a consumer group) of each change of its type.
+    let mut group_types: HashMap<String, Vec<(u64, bool)>> = HashMap::new();
     for entry in entries {
+        if let Some(ClusterOperation::GroupConverted { group_id, to, .. }) = &entry.operation {
+            group_types
+                .entry(group_id.clone())
+                .or_default()
+                .push((entry.at_us, to == "consumer"));
+        }
         match (&entry.request, &entry.response) {
             (Some(RequestSummary::JoinGroup(j)), Some(response)) => {
                 if let (Some(g), Some(member)) =
@@ -70,6 +81,10 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                         .or_default()
                         .push((response.at_us, e));
                     kip848.insert(key);
+                    group_types
+                        .entry(h.group_id.clone())
+                        .or_default()
+                        .push((response.at_us, true));
                 }
             }
             _ => {}
@@ -89,6 +104,16 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                 .map(|(_, g)| *g)
                 .max()
         });
+        // Whether the group was a consumer group when the commit arrived (the last change
+        // before it; the changes of each group are in journal order).
+        let consumer_group = group_types.get(&c.group_id).is_some_and(|changes| {
+            changes
+                .iter()
+                .filter(|(at, _)| *at < entry.at_us)
+                .max_by_key(|(at, _)| *at)
+                .is_some_and(|(_, consumer)| *consumer)
+        });
+        let by_member_epoch = kip848.contains(&member) || consumer_group;
         if checks.runs("stale-generation-commit") {
             if let Some(newest) = known.filter(|n| c.generation_id >= 0 && c.generation_id < *n) {
                 // Kafka refuses a generation it has moved on from: the client recovers
@@ -105,9 +130,10 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     ("generation", "joined generation")
                 };
                 // Kafka 4.4 stores a KIP-848 member's commit at an older epoch for the
-                // partitions it has owned since (KIP-1251): `commit-for-unassigned-partition`
-                // judges what it owned; only the refusals are said here.
-                if !(stored && kip848.contains(&member)) {
+                // partitions it has owned since (KIP-1251), and a classic member's in a
+                // consumer group: `commit-for-unassigned-partition` judges what it owned; only
+                // the refusals are said here.
+                if !(stored && by_member_epoch) {
                     violations.push(Violation {
                         kind: "stale-generation-commit".into(),
                         severity,

@@ -225,6 +225,14 @@ impl ClusterBuilder {
         Ok(self)
     }
 
+    /// Which online conversions between a classic group and a KIP-848 consumer group the
+    /// coordinator makes (Kafka's `group.consumer.migration.policy`; default
+    /// [`MigrationPolicy::Bidirectional`](crate::MigrationPolicy), Kafka 4's).
+    pub fn group_consumer_migration_policy(mut self, policy: crate::MigrationPolicy) -> Self {
+        self.config.consumer_groups.migration_policy = policy;
+        self
+    }
+
     /// Members a KIP-848 consumer group takes before GROUP_MAX_SIZE_REACHED (Kafka's
     /// `group.consumer.max.size`). Default unlimited.
     pub fn consumer_group_max_size(mut self, members: usize) -> Self {

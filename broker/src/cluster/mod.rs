@@ -380,9 +380,21 @@ async fn group_timers(shared: Arc<Shared>, shutdown: CancellationToken) {
                 let now = tokio::time::Instant::now();
                 let mut state = shared.state();
                 state.tick_groups(now);
+                let conversions = state.groups.take_conversions();
                 // Transactions open past their timeout are aborted, as Kafka's coordinator does.
                 let aborted = state.abort_timed_out_transactions(now, shared.now_ms());
+                let coordinators: Vec<i32> = conversions
+                    .iter()
+                    .map(|c| state.group_coordinator(&c.group_id))
+                    .collect();
                 drop(state);
+                for (c, node) in conversions.into_iter().zip(coordinators) {
+                    crate::handlers::consumer_group_heartbeat::journal_conversions(
+                        &shared,
+                        node,
+                        vec![c],
+                    );
+                }
                 if !aborted.is_empty() {
                     shared.data_arrived.notify_waiters();
                 }

@@ -124,7 +124,12 @@ pub fn handle(
                         .with_target_assignment(assignment(
                             &cg.target.get(member_id).cloned().unwrap_or_default(),
                         ))
-                        .with_member_type(if version >= 1 { 1 } else { -1 })
+                        // Kafka's `MemberType`: 0 classic protocol, 1 consumer (v1+).
+                        .with_member_type(match (version >= 1, m.classic.is_some()) {
+                            (false, _) => -1,
+                            (true, true) => 0,
+                            (true, false) => 1,
+                        })
                 })
                 .collect();
             described

@@ -7,9 +7,14 @@
 //! instance and rack ids, a first heartbeat with a rebalance timeout, an empty owned list and
 //! a subscription, epoch -2 only with an instance id, no epoch below -2; UNSUPPORTED_ASSIGNOR
 //! for an assignor other than `uniform` and `range`); NOT_COORDINATOR on any broker but the
-//! group's coordinator. Then: epoch 0 joins (creating the group, or replacing an empty classic
-//! one), -1 leaves, -2 leaves for now (static members); GROUP_ID_NOT_FOUND for a group that
-//! does not exist or is a live classic group, GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID,
+//! group's coordinator. Then: epoch 0 joins (creating the group, replacing an empty classic
+//! one, or upgrading a live classic group of protocol type `consumer` when
+//! `group.consumer.migration.policy` allows: KIP-848's online migration,
+//! [`crate::state::groups::consumer::classic`], journaled as a `GroupConverted` entry), -1 leaves
+//! (downgrading the group when the leaving member was its last consumer-protocol member among
+//! classic ones), -2 leaves for now (static members); GROUP_ID_NOT_FOUND for a group that does
+//! not exist, a classic group at an epoch above 0, or one that is not upgraded (with Kafka's
+//! message naming why), GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID,
 //! FENCED_MEMBER_EPOCH (an epoch above the member's, or below it unless it is the previous
 //! one with owned partitions within the assignment), UNRELEASED_INSTANCE_ID (a static member
 //! joining while its instance id is still held), FENCED_INSTANCE_ID. The answer carries the
@@ -40,9 +45,12 @@
 //! and what each group keeps); regexes are resolved without
 //! `group.consumer.regex.refresh.interval.ms` (resolved again every 10 s while some heartbeat
 //! comes, not only after new topics or 10 minutes: the result is the same) and without ACLs (Kafka
-//! drops the topics a member may not describe); a live classic group is not upgraded to a consumer
-//! group (Kafka's `group.consumer.migration.policy` default, `bidirectional`, converts it when
-//! every member uses the consumer protocol type): it is answered as with the policy `disabled`; the
+//! drops the topics a member may not describe); an upgrade the heartbeat then refuses (the
+//! converted group full, a member epoch or instance id refused) leaves the group converted, where
+//! Kafka writes none of it; the upgrade's refusal of a custom classic assignor (Kafka 4.4's
+//! "unsupported custom assignor" message) is not made; a classic group still in its first
+//! rebalance (no protocol chosen yet) is refused as malformed ("… because the embedded consumer
+//! protocol is malformed."), where Kafka fails otherwise (unverified); the
 //! rack id does not change the assignment (Kafka's assignors prefer same-rack partitions only when
 //! partitions have racks, which kmock's replicas do not); the `uniform` and `range` assignors reach
 //! Kafka's balance and stickiness, not always its exact partition choices
@@ -118,12 +126,18 @@ pub fn handle(
         return ConsumerGroupHeartbeatResponse::default()
             .with_error_code(ResponseError::NotCoordinator.code());
     }
-    let state = &mut *state;
-    match state.groups.consumer_heartbeat(
-        req,
-        &ClusterTopics(&state.topics),
-        tokio::time::Instant::now(),
-    ) {
+    let result = {
+        let state = &mut *state;
+        state.groups.consumer_heartbeat(
+            req,
+            &ClusterTopics(&state.topics),
+            tokio::time::Instant::now(),
+        )
+    };
+    let conversions = state.groups.take_conversions();
+    drop(state);
+    journal_conversions(ctx.shared, ctx.node_id, conversions);
+    match result {
         Err(r) => refused(r),
         Ok(answer) => ConsumerGroupHeartbeatResponse::default()
             .with_member_id(Some(str_bytes(&answer.member_id)))
@@ -143,9 +157,28 @@ pub fn handle(
     }
 }
 
+/// Journals each group conversion (KIP-848's online migration) as an entry of its own, taken
+/// from the state after the lock is released.
+pub(crate) fn journal_conversions(
+    shared: &crate::shared::Shared,
+    coordinator: i32,
+    conversions: Vec<crate::state::groups::Conversion>,
+) {
+    for c in conversions {
+        shared.journal.record_operation(
+            coordinator,
+            crate::journal::ClusterOperation::GroupConverted {
+                group_id: c.group_id,
+                to: c.to.to_owned(),
+                member_id: c.member_id,
+            },
+        );
+    }
+}
+
 /// The cluster's topics as the consumer group coordinator looks them up: only the names a
 /// heartbeat needs, not a copy of every topic per heartbeat.
-struct ClusterTopics<'a>(&'a BTreeMap<String, Topic>);
+pub(crate) struct ClusterTopics<'a>(pub(crate) &'a BTreeMap<String, Topic>);
 
 impl TopicIndex for ClusterTopics<'_> {
     fn topic_count(&self) -> usize {

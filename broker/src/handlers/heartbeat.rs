@@ -10,6 +10,12 @@
 //! answers the COORDINATOR_LOAD_IN_PROGRESS of its runtime ("the group is still loading, so
 //! blindly respond"), where the other group APIs get that error.
 //!
+//! A classic-protocol member of a KIP-848 consumer group ([`crate::state::groups::consumer::classic`])
+//! is told REBALANCE_IN_PROGRESS when the group epoch moved past its member epoch, when it has
+//! partitions to revoke, or when partitions it waits for were released (Kafka's
+//! `classicGroupHeartbeatToConsumerGroup`); it must then rejoin within its rebalance timeout or
+//! be fenced.
+//!
 //! Deviations from Apache Kafka: none known.
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};

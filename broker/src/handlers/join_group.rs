@@ -14,10 +14,17 @@
 //! `updateStaticMemberThenRebalanceOrCompleteJoin`; conformance case
 //! `join_group_static_member_replaced_by_a_new_instance`); otherwise the replacement rebalances.
 //!
-//! Deviations from Apache Kafka: a classic member joining a consumer group that has members
-//! gets INCONSISTENT_GROUP_PROTOCOL, where Kafka 4 (`group.consumer.migration.policy`
-//! `bidirectional`, its default) takes it in as a classic-protocol member of the consumer group;
-//! no initial rebalance delay (Kafka waits
+//! A JoinGroup to a KIP-848 consumer group that has members joins it as a classic-protocol
+//! member (Kafka 4's `classicGroupJoinToConsumerGroup`, [`crate::state::groups::consumer::classic`]):
+//! INCONSISTENT_GROUP_PROTOCOL when `group.consumer.migration.policy` is `disabled` or no
+//! protocol is one every classic member supports, GROUP_MAX_SIZE_REACHED past
+//! `group.consumer.max.size`, MEMBER_ID_REQUIRED from v4; otherwise answered at once with the
+//! member epoch after its reconciliation as the generation, protocol type `consumer`, its first
+//! protocol, no leader and no member list.
+//!
+//! Deviations from Apache Kafka: a static classic member (`group.instance.id`) replacing another
+//! instance in a consumer group takes its place without Kafka's downgrade of the group when the
+//! replaced one was its last consumer-protocol member; no initial rebalance delay (Kafka waits
 //! `group.initial.rebalance.delay.ms`, 3 s, before completing the first rebalance of an empty
 //! group). A join naming one protocol twice that would be answered without error closes the
 //! connection instead ([`answer`]): Kafka 4.4.0 never answers it (the rebalance's protocol
@@ -91,7 +98,11 @@ pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> J
         let pending = {
             let mut state = ctx.shared.state();
             if ctx.coordinates_group(&state, &join.group_id) {
-                state.groups.join(join, tokio::time::Instant::now())
+                let state = &mut *state;
+                let topics = super::consumer_group_heartbeat::ClusterTopics(&state.topics);
+                state
+                    .groups
+                    .join_with(join, &topics, tokio::time::Instant::now())
             } else {
                 Pending::Now(JoinResult {
                     error: Some(ResponseError::NotCoordinator),

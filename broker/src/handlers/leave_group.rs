@@ -5,6 +5,10 @@
 //! answered (`GroupCoordinatorService.leaveGroup`). NOT_COORDINATOR on any broker but the group's
 //! coordinator.
 //!
+//! In a KIP-848 consumer group a member of either protocol leaves this way (Kafka 4.4's
+//! `classicGroupLeaveToConsumerGroup`); the group epoch moves once for the batch, or the group
+//! is downgraded when only classic members remain (a `GroupConverted` journal entry).
+//!
 //! Deviations from Apache Kafka: none known.
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
@@ -45,7 +49,9 @@ pub fn handle(ctx: &Ctx<'_>, request: LeaveGroupRequest, version: i16) -> LeaveG
     let results = state
         .groups
         .leave(group_id, &leaving, tokio::time::Instant::now());
+    let conversions = state.groups.take_conversions();
     drop(state);
+    super::consumer_group_heartbeat::journal_conversions(ctx.shared, ctx.node_id, conversions);
     let code = |r: &Result<(), ResponseError>| r.err().map_or(0, |e| e.code());
     if version < 3 {
         return LeaveGroupResponse::default().with_error_code(results.first().map_or(0, code));

@@ -7,6 +7,13 @@
 //! INVALID_GROUP_ID (`GroupCoordinatorService.syncGroup`). NOT_COORDINATOR on any broker but
 //! the group's coordinator.
 //!
+//! A classic-protocol member of a KIP-848 consumer group (KIP-848's online migration,
+//! [`crate::state::groups::consumer::classic`]) gets its current assignment at once, in the
+//! consumer protocol version of its metadata, as Kafka's `classicGroupSyncToConsumerGroup`:
+//! ILLEGAL_GENERATION for a generation other than its member epoch, REBALANCE_IN_PROGRESS when
+//! the group epoch moved past it (unless it is revoking), UNKNOWN_MEMBER_ID for a member of the
+//! consumer protocol; it must sync within its rebalance timeout of joining or be fenced.
+//!
 //! Deviations from Apache Kafka: a member that never sends SyncGroup is not removed after the
 //! rebalance timeout (Kafka's pending-sync expiry); its session timeout still removes it.
 

@@ -182,6 +182,19 @@ pub enum ClusterOperation {
         /// Bytes of record batches deleted.
         deleted_bytes: u64,
     },
+    /// The group coordinator converted a group between the classic protocol and the KIP-848
+    /// consumer protocol (Kafka 4's online migration, `group.consumer.migration.policy`): not
+    /// an operation anyone asked for, journaled so that the conversion shows. `broker` is the
+    /// group's coordinator.
+    GroupConverted {
+        /// Group id.
+        group_id: String,
+        /// The group type now: `consumer` (upgraded by a ConsumerGroupHeartbeat) or
+        /// `classic` (downgraded when its last consumer-protocol member left).
+        to: String,
+        /// The member whose joining (upgrade) or leaving (downgrade) converted it.
+        member_id: String,
+    },
     /// The cluster started afresh ([`crate::Cluster::reset`]): checks forget what came
     /// before. Written to a JSON Lines sink and to subscribers only, since the journal in
     /// memory is emptied by it.
@@ -197,7 +210,7 @@ impl ClusterOperation {
             | Self::MoveLeader { leader_changes, .. }
             | Self::MoveCoordinator { leader_changes, .. }
             | Self::MoveTransactionCoordinator { leader_changes, .. } => leader_changes,
-            Self::Retention { .. } | Self::Reset => &[],
+            Self::Retention { .. } | Self::GroupConverted { .. } | Self::Reset => &[],
         }
     }
 

@@ -166,6 +166,7 @@ impl super::ConsumerGroupsSpec {
             assignment_interval: other.assignment_interval.or(self.assignment_interval),
             max_size: other.max_size.or(self.max_size),
             assignors: other.assignors.clone().or_else(|| self.assignors.clone()),
+            migration_policy: other.migration_policy.or(self.migration_policy),
         }
     }
 
@@ -205,6 +206,9 @@ impl super::ConsumerGroupsSpec {
         if let Some(names) = &self.assignors {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             b = b.consumer_group_assignors(&names)?;
+        }
+        if let Some(p) = self.migration_policy {
+            b = b.group_consumer_migration_policy(p);
         }
         Ok(b)
     }
@@ -252,6 +256,16 @@ mod tests {
             defaults.config.consumer_groups.assignors,
             &["uniform", "range"][..]
         );
+        assert_eq!(
+            defaults.config.consumer_groups.migration_policy,
+            crate::MigrationPolicy::Bidirectional
+        );
+        let s = Scenario::parse("consumer_groups:\n  migration_policy: downgrade\n").unwrap();
+        assert_eq!(
+            s.builder().unwrap().config.consumer_groups.migration_policy,
+            crate::MigrationPolicy::Downgrade
+        );
+        assert!(Scenario::parse("consumer_groups:\n  migration_policy: sideways\n").is_err());
     }
 
     #[test]

@@ -28,6 +28,8 @@
 //!   assignment_interval: 1s # group.consumer.assignment.interval.ms (default 1s)
 //!   max_size: 100           # group.consumer.max.size (default unlimited)
 //!   assignors: [uniform, range] # group.consumer.assignors, the first the default
+//!   migration_policy: bidirectional # group.consumer.migration.policy (default
+//!                           # bidirectional; upgrade, downgrade, disabled)
 //! topics:
 //!   - { name: orders, partitions: 6 }
 //! rules:
@@ -202,6 +204,10 @@ pub struct ConsumerGroupsSpec {
     /// `group.consumer.assignors`: `uniform` and/or `range`, the first the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignors: Option<Vec<String>>,
+    /// `group.consumer.migration.policy`: `bidirectional` (default), `upgrade`, `downgrade` or
+    /// `disabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration_policy: Option<crate::MigrationPolicy>,
 }
 
 /// A topic of a scenario.

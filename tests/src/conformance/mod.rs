@@ -119,6 +119,7 @@ pub fn all() -> Vec<Case> {
         groups::classic_admin::CASES,
         groups::statics::CASES,
         groups::kip848::CASES,
+        groups::migration::CASES,
         groups::offset_edges::CASES,
         groups::offset_fetch_edges::CASES,
         sequences::CASES,

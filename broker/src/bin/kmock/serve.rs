@@ -77,6 +77,11 @@ struct GroupFlags {
     /// group.consumer.assignors: uniform, range). Default uniform,range.
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     consumer_group_assignors: Option<Vec<String>>,
+    /// Which online conversions between a classic group and a consumer group the
+    /// coordinator makes (Kafka's group.consumer.migration.policy): bidirectional, upgrade,
+    /// downgrade or disabled. Default bidirectional.
+    #[arg(long, value_name = "POLICY", value_parser = kmock::MigrationPolicy::parse)]
+    group_consumer_migration_policy: Option<kmock::MigrationPolicy>,
 }
 
 impl GroupFlags {
@@ -87,6 +92,7 @@ impl GroupFlags {
             assignment_interval: self.consumer_group_assignment_interval,
             max_size: self.consumer_group_max_size,
             assignors: self.consumer_group_assignors.clone(),
+            migration_policy: self.group_consumer_migration_policy,
         }
     }
 }

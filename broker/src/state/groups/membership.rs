@@ -1,7 +1,7 @@
 //! Membership of classic groups: JoinGroup, SyncGroup, Heartbeat and LeaveGroup, as Kafka's
 //! `GroupCoordinator` handles them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -12,8 +12,21 @@ use super::group::Member;
 use super::*;
 
 impl Groups {
-    /// JoinGroup, as Kafka's `GroupCoordinator.handleJoinGroup` (classic protocol).
+    /// JoinGroup, as Kafka's `GroupCoordinator.handleJoinGroup` (classic protocol), with no
+    /// topic known (see [`Self::join_with`]).
     pub fn join(&mut self, req: JoinRequest, now: Instant) -> Pending<JoinResult> {
+        self.join_with(req, &BTreeMap::<String, (uuid::Uuid, i32)>::new(), now)
+    }
+
+    /// JoinGroup, as Kafka's `GroupCoordinator.handleJoinGroup` (classic protocol); to a
+    /// KIP-848 consumer group with members, as a classic member of it
+    /// ([`consumer::classic`]), `topics` giving each topic name's id.
+    pub fn join_with(
+        &mut self,
+        req: JoinRequest,
+        topics: &impl consumer::TopicIndex,
+        now: Instant,
+    ) -> Pending<JoinResult> {
         let fail = |e| Pending::Now(JoinResult::error(e, &req.member_id));
         if req.group_id.is_empty() {
             return fail(ResponseError::InvalidGroupId);
@@ -34,10 +47,10 @@ impl Groups {
             .entry(req.group_id.clone())
             .or_insert_with(Group::new);
         // A KIP-848 consumer group: an empty one becomes classic again (Kafka deletes it);
-        // classic members joining a live one are not served (see join_group.rs).
+        // a classic member joins a live one as a classic member of it.
         if let Some(cg) = &group.consumer {
             if !cg.members.is_empty() {
-                return fail(ResponseError::InconsistentGroupProtocol);
+                return Pending::Now(self.classic_join(&req, topics, now));
             }
             group.consumer = None;
         }
@@ -165,6 +178,17 @@ impl Groups {
         let Some(group) = self.groups.get_mut(group_id) else {
             return Pending::Now(Err(ResponseError::UnknownMemberId));
         };
+        if group.consumer.is_some() {
+            return Pending::Now(self.classic_sync(
+                group_id,
+                generation_id,
+                member_id,
+                instance_id,
+                protocol_type,
+                protocol_name,
+                now,
+            ));
+        }
         if let Err(e) = group.check_member(member_id, instance_id) {
             return Pending::Now(Err(e));
         }
@@ -244,6 +268,9 @@ impl Groups {
             .groups
             .get_mut(group_id)
             .ok_or(ResponseError::UnknownMemberId)?;
+        if group.consumer.is_some() {
+            return self.classic_heartbeat(group_id, generation_id, member_id, instance_id, now);
+        }
         group.check_member(member_id, instance_id)?;
         if generation_id != group.generation_id {
             return Err(ResponseError::IllegalGeneration);
@@ -271,6 +298,9 @@ impl Groups {
                 .map(|_| Err(ResponseError::UnknownMemberId))
                 .collect();
         };
+        if group.consumer.is_some() {
+            return self.classic_leave(group_id, members, now);
+        }
         members
             .iter()
             .map(|(member_id, instance)| {

@@ -158,16 +158,35 @@ pub struct CommittedOffset {
     pub metadata: Option<String>,
 }
 
+/// A group the coordinator converted between the classic and the consumer protocol
+/// ([`consumer::classic`]), for the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversion {
+    /// Group id.
+    pub group_id: String,
+    /// `consumer` (upgraded) or `classic` (downgraded).
+    pub to: &'static str,
+    /// The member whose joining or leaving converted it.
+    pub member_id: String,
+}
+
 /// Every group of the cluster.
 #[derive(Debug, Default)]
 pub struct Groups {
     groups: BTreeMap<String, Group>,
     next_member: u64,
+    /// Conversions not yet journaled ([`Self::take_conversions`]).
+    conversions: Vec<Conversion>,
     /// Settings of KIP-848 consumer groups.
     pub consumer_config: consumer::ConsumerGroupConfig,
 }
 
 impl Groups {
+    /// The groups converted since the last call, oldest first.
+    pub fn take_conversions(&mut self) -> Vec<Conversion> {
+        std::mem::take(&mut self.conversions)
+    }
+
     /// The group, if it exists.
     pub fn get(&self, group_id: &str) -> Option<&Group> {
         self.groups.get(group_id)
@@ -244,9 +263,20 @@ impl Groups {
     /// passed, in the groups `coordinated` selects (a group whose coordinator is offline has
     /// no timers running, as in Kafka). Called by the cluster every few milliseconds.
     pub fn tick(&mut self, now: Instant, coordinated: impl Fn(&str) -> bool) {
-        for (_, group) in self.groups.iter_mut().filter(|(id, _)| coordinated(id)) {
-            if let Some(cg) = group.consumer.as_mut() {
-                cg.tick(now);
+        let policy = self.consumer_config.migration_policy;
+        for (group_id, group) in self.groups.iter_mut().filter(|(id, _)| coordinated(id)) {
+            if let Some(cg) = group.consumer.as_ref() {
+                for id in cg.expired(now) {
+                    tracing::debug!(member = id, "consumer group member fenced by a timer");
+                    if consumer::migration::fence_or_downgrade(group, &[id.as_str()], policy, now) {
+                        self.conversions.push(Conversion {
+                            group_id: group_id.clone(),
+                            to: "classic",
+                            member_id: id,
+                        });
+                        break;
+                    }
+                }
                 continue;
             }
             let pending_before = group.pending.len();

@@ -181,6 +181,7 @@ function opLabel(op) {
     move_coordinator: 'group ' + o.group_id + ' coordinator → ' + o.node_id,
     move_transaction_coordinator: 'txn ' + o.transactional_id + ' coordinator → ' + o.node_id,
     retention: o.topic + '-' + o.partition + ' retention → log start ' + o.log_start_offset,
+    group_converted: 'group ' + o.group_id + ' converted to ' + o.to,
     reset: 'reset' }[o.op];
   return what || o.op;
 }

@@ -31,6 +31,7 @@ mod consumer;
 pub(super) mod coordinators;
 pub(super) mod kip848;
 mod members;
+pub(super) mod migration;
 pub(super) mod offset_edges;
 pub(super) mod offset_fetch_edges;
 pub(super) mod states;
@@ -252,7 +253,7 @@ pub(super) async fn heartbeat(
 }
 
 /// LeaveGroup v5 of `member`: the request's error and the member's.
-async fn leave(client: &Client, group: &str, member: &str) -> Result<String> {
+pub(super) async fn leave(client: &Client, group: &str, member: &str) -> Result<String> {
     let request = LeaveGroupRequest::default()
         .with_group_id(GroupId(text(group)))
         .with_members(vec![MemberIdentity::default().with_member_id(text(member))]);

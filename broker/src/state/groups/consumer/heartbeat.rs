@@ -1,18 +1,14 @@
 //! ConsumerGroupHeartbeat against the groups, as Kafka 4.x's
 //! `GroupMetadataManager.consumerGroupHeartbeat` and `consumerGroupLeave`.
 
-use std::collections::{BTreeMap, HashMap};
-
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::assignors::{self, MemberSpec};
+use super::advance::advance;
 use super::members::{member_for, unknown_member};
-use super::subscriptions::subscription_metadata;
 use super::{
-    next_epoch, reconcile, regex, ConsumerGroup, MemberState, Partitions, TopicIndex,
-    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    regex, Partitions, TopicIndex, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::state::groups::{Group, GroupState, Groups};
 
@@ -151,7 +147,7 @@ impl Groups {
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
             || req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
         {
-            return self.consumer_leave(&req);
+            return self.consumer_leave(&req, now);
         }
         let config = self.consumer_config;
         let create = req.member_epoch == 0;
@@ -186,14 +182,31 @@ impl Groups {
             Some(g) => g,
         };
         if group.consumer.is_none() {
-            // An empty classic group is replaced (its offsets stay); a live one is not ours.
-            if !(create && group.state == GroupState::Empty && group.members.is_empty()) {
+            // An empty classic group is replaced (its offsets stay); a live one is upgraded
+            // when the policy allows ([`super::migration::upgrade`]).
+            if !create {
                 return refuse(
                     ResponseError::GroupIdNotFound,
                     format!("Group {group_id} is not a consumer group."),
                 );
             }
-            group.consumer = Some(Box::default());
+            if group.state == GroupState::Empty && group.members.is_empty() {
+                group.consumer = Some(Box::default());
+            } else {
+                super::migration::upgrade(
+                    group,
+                    &group_id,
+                    config.migration_policy,
+                    config.max_size,
+                    topics,
+                    now,
+                )?;
+                self.conversions.push(crate::state::groups::Conversion {
+                    group_id: group_id.clone(),
+                    to: "consumer",
+                    member_id: req.member_id.clone(),
+                });
+            }
         }
         let cg = group.consumer.as_mut().expect("set above");
         if cg.members.len() >= config.max_size
@@ -277,95 +290,56 @@ impl Groups {
         }
         member.client_id = req.client_id.clone();
         member.client_host = req.client_host.clone();
-        bump |= cg.regexes.apply_pending();
-        cg.regexes.maybe_resolve(topics, now);
-        let metadata = subscription_metadata(cg, topics);
-        if metadata != cg.subscription_metadata {
-            cg.subscription_metadata = metadata;
-            bump = true;
-        }
-        if bump {
-            cg.group_epoch = next_epoch(cg.group_epoch);
-        }
-        // Kafka 4.4's `canComputeNextTargetAssignment`: at most once per interval.
-        let due = cg
-            .assigned_at
-            .is_none_or(|at| now.saturating_duration_since(at) >= config.assignment_interval);
-        if cg.group_epoch > cg.assignment_epoch && due {
-            let specs: BTreeMap<String, MemberSpec> = cg
-                .members
-                .iter()
-                .map(|(id, m)| {
-                    let spec = MemberSpec {
-                        topics: subscribed_topics(cg, m),
-                        previous: cg.target.get(id).cloned().unwrap_or_default(),
-                    };
-                    (id.clone(), spec)
-                })
-                .collect();
-            cg.target = assignors::assign(
-                cg.assignor(config.assignors),
-                &specs,
-                &cg.subscription_metadata,
-            );
-            cg.assignment_epoch = cg.group_epoch;
-            cg.assigned_at = Some(now);
-        }
-        // The member is cloned for reconciliation without its subscription (put back below).
-        let member = cg.members.get_mut(&member_id).expect("ensured above");
-        let subscription = std::mem::take(&mut member.subscribed_topic_names);
-        let before = member.clone();
-        let mut after = before.clone();
-        if !before.is_reconciled_to(cg.assignment_epoch) {
-            let target = cg.target.get(&member_id).cloned().unwrap_or_default();
-            // Indexed at the first partition asked about: a member whose target needs no
-            // partition of another (most heartbeats) pays nothing for it.
-            let owners = std::cell::OnceCell::new();
-            let owner = |t: Uuid, p: i32| {
-                owners
-                    .get_or_init(|| owner_epochs(cg, &member_id))
-                    .get(&(t, p))
-                    .copied()
-                    .unwrap_or(-1)
-            };
-            after = reconcile::next(
-                &before,
-                cg.assignment_epoch,
-                &target,
-                req.owned.as_ref(),
-                owner,
-            );
-            if after.state == MemberState::UnrevokedPartitions {
-                if before.state != MemberState::UnrevokedPartitions
-                    || before.member_epoch != after.member_epoch
-                {
-                    after.rebalance_deadline =
-                        Some((now + after.rebalance_timeout, after.member_epoch));
-                }
-            } else {
-                after.rebalance_deadline = None;
-            }
-        }
-        after.subscribed_topic_names = subscription;
-        after.session_deadline = now + config.session_timeout;
+        let before = advance(
+            cg,
+            &member_id,
+            bump,
+            req.owned.as_ref(),
+            topics,
+            now,
+            &config,
+        );
+        let after = &cg.members[&member_id];
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
                 && (sent_names || sent_any_regex)
                 && req.owned.is_some());
-        let changed = before.assigned_partitions() != after.assigned_partitions();
-        let answer = HeartbeatAnswer {
+        let changed = before != after.assigned_partitions();
+        Ok(HeartbeatAnswer {
             member_id: member_id.clone(),
             member_epoch: after.member_epoch,
             heartbeat_interval_ms: config.heartbeat_interval.as_millis() as i32,
             assignment: (full || changed || is_new).then(|| after.assigned_partitions()),
-        };
-        cg.members.insert(member_id, after);
-        Ok(answer)
+        })
+    }
+
+    /// Fences a member, or downgrades its group ([`super::migration::fence_or_downgrade`]),
+    /// noting the conversion.
+    fn fence_member(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        policy: super::MigrationPolicy,
+        now: Instant,
+    ) {
+        let group = self.groups.get_mut(group_id).expect("the caller found it");
+        if super::migration::fence_or_downgrade(group, &[member_id], policy, now) {
+            self.conversions.push(crate::state::groups::Conversion {
+                group_id: group_id.to_owned(),
+                to: "classic",
+                member_id: member_id.to_owned(),
+            });
+        }
     }
 
     /// A member leaving: for good (-1), or for now (-2, static members), as Kafka's
     /// `consumerGroupLeave`.
-    fn consumer_leave(&mut self, req: &HeartbeatRequest) -> Result<HeartbeatAnswer, Refusal> {
+    fn consumer_leave(
+        &mut self,
+        req: &HeartbeatRequest,
+        now: Instant,
+    ) -> Result<HeartbeatAnswer, Refusal> {
+        let policy = self.consumer_config.migration_policy;
         let Some(cg) = self
             .groups
             .get_mut(&req.group_id)
@@ -385,7 +359,7 @@ impl Groups {
             if !cg.members.contains_key(&req.member_id) {
                 return unknown_member(&req.member_id, &req.group_id);
             }
-            cg.fence(&req.member_id);
+            self.fence_member(&req.group_id, &req.member_id, policy, now);
             return Ok(answer);
         };
         let Some(owner) = cg.static_member(instance).cloned() else {
@@ -408,30 +382,10 @@ impl Groups {
             m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
             m.pending_revocation.clear();
         } else {
-            cg.fence(&owner);
+            self.fence_member(&req.group_id, &owner, policy, now);
         }
         Ok(answer)
     }
-}
-
-/// The member epoch of each other member's owned partitions (assigned or pending
-/// revocation), the first member in id order for a partition two claim, as
-/// [`ConsumerGroup::current_partition_epoch`] answers it, indexed at most once per heartbeat.
-fn owner_epochs(cg: &ConsumerGroup, member_id: &str) -> HashMap<(Uuid, i32), i32> {
-    let mut out = HashMap::new();
-    for (id, m) in &cg.members {
-        if id == member_id {
-            continue;
-        }
-        for owned in [&m.assigned, &m.pending_revocation] {
-            for (t, ps) in owned {
-                for p in ps.keys() {
-                    out.entry((*t, *p)).or_insert(m.member_epoch);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Whether `regex` compiles, compiling it into `compiled` if the handler did not.
@@ -443,20 +397,4 @@ fn compiled_or_refusal(
         Ok(_) => Ok(()),
         Err(refusal) => Err(refusal.clone()),
     }
-}
-
-/// A member's topics for the assignor: its names, with what its regex resolved to (borrowed
-/// when it has no regex, so a long subscription is not copied for each target).
-fn subscribed_topics<'a>(
-    cg: &'a ConsumerGroup,
-    m: &'a super::ConsumerMember,
-) -> std::borrow::Cow<'a, [String]> {
-    let Some(r) = &m.subscribed_topic_regex else {
-        return std::borrow::Cow::Borrowed(&m.subscribed_topic_names);
-    };
-    let mut all: Vec<String> = m.subscribed_topic_names.clone();
-    all.extend(cg.regexes.topics(r).cloned());
-    all.sort();
-    all.dedup();
-    std::borrow::Cow::Owned(all)
 }

@@ -20,12 +20,17 @@
 //! `group.consumer.session.timeout.ms`) or that does not revoke within its rebalance timeout is
 //! fenced: removed, and the group epoch bumped.
 
+mod advance;
 pub mod assignors;
+pub mod classic;
+#[cfg(test)]
+mod classic_tests;
 pub mod heartbeat;
 mod heterogeneous;
 #[cfg(test)]
 mod heterogeneous_tests;
 mod members;
+pub mod migration;
 pub mod reconcile;
 pub mod regex;
 pub mod subscriptions;
@@ -40,6 +45,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 pub use heartbeat::HeartbeatRequest;
+pub use migration::MigrationPolicy;
 pub use subscriptions::{SubscribedNames, TopicIndex};
 
 /// Partitions by topic id.
@@ -106,6 +112,9 @@ pub struct ConsumerGroupConfig {
     /// `group.consumer.assignors`: the assignors members may name, the first the default
     /// ([`ASSIGNORS`]: `uniform`, `range`); from [`assignor_list`].
     pub assignors: &'static [&'static str],
+    /// `group.consumer.migration.policy`: whether a live classic group may become a consumer
+    /// group and back ([`MigrationPolicy`]; Kafka 4's default `bidirectional`).
+    pub migration_policy: MigrationPolicy,
 }
 
 impl Default for ConsumerGroupConfig {
@@ -116,6 +125,7 @@ impl Default for ConsumerGroupConfig {
             max_size: usize::MAX,
             assignment_interval: Duration::from_secs(1),
             assignors: ASSIGNORS,
+            migration_policy: MigrationPolicy::Bidirectional,
         }
     }
 }
@@ -171,6 +181,9 @@ pub struct ConsumerMember {
     pub assigned: EpochPartitions,
     /// What it was asked to revoke and still owns.
     pub pending_revocation: EpochPartitions,
+    /// For a member speaking the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside
+    /// the consumer group: its session timeout and protocols; `None` for a KIP-848 member.
+    pub classic: Option<classic::ClassicMember>,
     pub(crate) session_deadline: Instant,
     /// `(deadline, member epoch)`: fenced if still revoking at that epoch at the deadline.
     pub(crate) rebalance_deadline: Option<(Instant, i32)>,
@@ -192,6 +205,7 @@ impl ConsumerMember {
             server_assignor: None,
             assigned: BTreeMap::new(),
             pending_revocation: BTreeMap::new(),
+            classic: None,
             session_deadline: now + session,
             rebalance_deadline: None,
         }
@@ -354,7 +368,7 @@ impl ConsumerGroup {
     ///
     /// # Errors
     /// UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (a KIP-848 member below v9), STALE_MEMBER_EPOCH
-    /// (an epoch newer than the member's).
+    /// (an epoch newer than the member's; ILLEGAL_GENERATION for a classic member).
     pub fn check_commit(
         &self,
         member_id: &str,
@@ -373,14 +387,21 @@ impl ConsumerGroup {
             .members
             .get(member_id)
             .ok_or(ResponseError::UnknownMemberId)?;
-        if !transactional && version < 9 {
+        // A member speaking the classic protocol commits at any version, its generation
+        // the member epoch (ILLEGAL_GENERATION where a KIP-848 member is STALE_MEMBER_EPOCH).
+        let classic = member.classic.is_some();
+        if !transactional && !classic && version < 9 {
             return Err(ResponseError::UnsupportedVersion);
         }
         if member_epoch == member.member_epoch {
             return Ok(None);
         }
         if member_epoch > member.member_epoch {
-            return Err(ResponseError::StaleMemberEpoch);
+            return Err(if classic {
+                ResponseError::IllegalGeneration
+            } else {
+                ResponseError::StaleMemberEpoch
+            });
         }
         Ok(Some(member))
     }
@@ -409,7 +430,7 @@ impl ConsumerGroup {
     /// Checks an OffsetFetch as Kafka's `ConsumerGroup.validateOffsetFetch`.
     ///
     /// # Errors
-    /// UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH.
+    /// UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a classic member).
     pub fn check_fetch(
         &self,
         member_id: Option<&str>,
@@ -426,14 +447,19 @@ impl ConsumerGroup {
             .get(member_id)
             .ok_or(ResponseError::UnknownMemberId)?;
         if member.member_epoch != member_epoch {
-            return Err(ResponseError::StaleMemberEpoch);
+            return Err(if member.classic.is_some() {
+                ResponseError::IllegalGeneration
+            } else {
+                ResponseError::StaleMemberEpoch
+            });
         }
         Ok(())
     }
 
-    /// Fences members whose session expired or who did not revoke in time.
-    pub(crate) fn tick(&mut self, now: Instant) {
-        let expired: Vec<String> = self
+    /// Members whose session expired, who did not revoke in time, or (classic members) did
+    /// not rejoin or sync in time: to be fenced.
+    pub(crate) fn expired(&self, now: Instant) -> Vec<String> {
+        let mut expired: Vec<String> = self
             .members
             .iter()
             .filter(|(_, m)| {
@@ -446,17 +472,20 @@ impl ConsumerGroup {
             })
             .map(|(id, _)| id.clone())
             .collect();
-        for id in expired {
-            tracing::debug!(member = id, "consumer group member fenced by a timer");
-            self.fence(&id);
+        for id in self.classic_timed_out(now) {
+            if !expired.contains(&id) {
+                expired.push(id);
+            }
         }
+        expired
     }
 
     /// The group as a new coordinator loads it: every record Kafka writes is stored, so all
     /// of it, each member's session starting afresh.
     pub(crate) fn reload(&mut self, now: Instant, session: Duration) {
         for m in self.members.values_mut() {
-            m.session_deadline = now + session;
+            // A classic member's session is its JoinGroup's.
+            m.session_deadline = now + m.classic.as_ref().map_or(session, |c| c.session_timeout);
             if let Some((_, epoch)) = m.rebalance_deadline {
                 m.rebalance_deadline = Some((now + m.rebalance_timeout, epoch));
             }
