@@ -1,8 +1,8 @@
 //! Where a consumer group lives, checked against Apache Kafka's group coordinator:
 //! FindCoordinator (v3 key and v4 batch) names the same broker on every broker, and every
 //! group request sent to another broker is answered NOT_COORDINATOR; while the coordinator
-//! loads (`coordinator_load`), a Heartbeat is answered NONE and a JoinGroup refused; a group
-//! request to another broker is still NOT_COORDINATOR.
+//! loads (`coordinator_load`), a Heartbeat is answered NONE and a JoinGroup refused, until the
+//! load's rules are removed; a group request to another broker is still NOT_COORDINATOR.
 
 mod common;
 
@@ -210,7 +210,7 @@ async fn while_the_coordinator_loads_a_heartbeat_is_answered_none_and_a_join_is_
         "whether the load's fault rule fired, per request",
         loaded,
         vec![
-            ("Heartbeat".to_owned(), false),
+            ("Heartbeat".to_owned(), true),
             ("Heartbeat".to_owned(), false),
             ("JoinGroup".to_owned(), true),
         ],
@@ -328,6 +328,48 @@ async fn while_the_coordinator_loads_another_broker_answers_not_coordinator() ->
         .map(|e| e.seq)
         .collect();
     same("entries the load's rules fired on", fired, Vec::new())?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// The load ends when its rules are removed: a Heartbeat answered NONE by the load (its entry
+/// names the `coordinator_load` rule) is refused as Kafka refuses it once they are gone.
+#[tokio::test]
+async fn the_heartbeat_load_window_ends_when_its_rules_are_removed() -> Result<()> {
+    const G: &str = "loaded-early";
+    let cluster = Cluster::builder()
+        .coordinator_load(Duration::from_secs(600))
+        .start()
+        .await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let beat = heartbeat(&client, G, 1, "no-such-member", None).await?;
+    code_is("Heartbeat of an unknown member while loading", beat, None)?;
+    let removed = cluster.remove_rules();
+    ensure!(
+        !removed.is_empty(),
+        "no rule removed: the load has no rules"
+    );
+    let beat = heartbeat(&client, G, 1, "no-such-member", None).await?;
+    code_is(
+        "Heartbeat of an unknown member after the load's rules are removed",
+        beat,
+        Some(UnknownMemberId),
+    )?;
+    let faults: Vec<Vec<String>> = cluster
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| e.is("Heartbeat"))
+        .map(|e| e.faults.clone())
+        .collect();
+    same(
+        "faults of each Heartbeat's entry",
+        faults,
+        vec![
+            vec!["coordinator_load: error(CoordinatorLoadInProgress)".to_owned()],
+            vec![],
+        ],
+    )?;
     cluster.shutdown().await;
     Ok(())
 }

@@ -48,7 +48,8 @@ impl ClusterBuilder {
     /// answers it while loading.
     /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
     /// `coordinator_load`, journaled as faults and listed with the others; their window is
-    /// measured from the cluster's start (a reset does not start another load).
+    /// measured from the cluster's start (a reset does not start another load), and it ends
+    /// early when they are removed.
     /// Default: none.
     pub fn coordinator_load(mut self, load: std::time::Duration) -> Self {
         self.config.coordinator_load = Some(load);
@@ -438,7 +439,9 @@ impl ClusterBuilder {
     }
 }
 
-/// The APIs a loading coordinator refuses ([`ClusterBuilder::coordinator_load`]).
+/// The APIs a loading coordinator refuses ([`ClusterBuilder::coordinator_load`]); Heartbeat's
+/// refusal is answered NONE (`fault_answers`), as Kafka's `GroupCoordinatorService.heartbeat`
+/// answers it.
 const COORDINATOR_APIS: &[ApiKey] = &[
     ApiKey::JoinGroup,
     ApiKey::SyncGroup,
@@ -455,6 +458,7 @@ const COORDINATOR_APIS: &[ApiKey] = &[
     ApiKey::DeleteGroups,
     ApiKey::OffsetDelete,
     ApiKey::ConsumerGroupDescribe,
+    ApiKey::Heartbeat,
 ];
 
 /// The rules in force at the start: none, or COORDINATOR_LOAD_IN_PROGRESS on every

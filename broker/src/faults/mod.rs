@@ -138,11 +138,6 @@ impl Rules {
         }
     }
 
-    /// How long ago the cluster started, on the clock the rules' windows read.
-    pub fn since_start(&self) -> Duration {
-        self.started.elapsed()
-    }
-
     /// Adds a rule and returns its id; its time window starts now, or at the cluster's start
     /// for a rule [`Rule::from_cluster_start`].
     ///
