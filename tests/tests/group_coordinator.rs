@@ -1,7 +1,8 @@
 //! Where a consumer group lives, checked against Apache Kafka's group coordinator:
 //! FindCoordinator (v3 key and v4 batch) names the same broker on every broker, and every
 //! group request sent to another broker is answered NOT_COORDINATOR; while the coordinator
-//! loads (`coordinator_load`), a Heartbeat is answered NONE and a JoinGroup refused.
+//! loads (`coordinator_load`), a Heartbeat is answered NONE and a JoinGroup refused, until the
+//! load's rules are removed; a group request to another broker is still NOT_COORDINATOR.
 
 mod common;
 
@@ -209,7 +210,7 @@ async fn while_the_coordinator_loads_a_heartbeat_is_answered_none_and_a_join_is_
         "whether the load's fault rule fired, per request",
         loaded,
         vec![
-            ("Heartbeat".to_owned(), false),
+            ("Heartbeat".to_owned(), true),
             ("Heartbeat".to_owned(), false),
             ("JoinGroup".to_owned(), true),
         ],
@@ -223,6 +224,151 @@ async fn while_the_coordinator_loads_a_heartbeat_is_answered_none_and_a_join_is_
         "Heartbeat of an unknown member",
         beat,
         Some(UnknownMemberId),
+    )?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// Kafka's `CoordinatorRuntime` answers NOT_COORDINATOR for a group this broker does not
+/// coordinate before it looks at the load: every group API sent to the other broker of two
+/// is NOT_COORDINATOR while the coordinator loads, and the load's rule does not fire on it.
+#[tokio::test]
+async fn while_the_coordinator_loads_another_broker_answers_not_coordinator() -> Result<()> {
+    const G: &str = "loading-elsewhere";
+    let cluster = Cluster::builder()
+        .brokers(2)
+        .coordinator_load(Duration::from_secs(600))
+        .start()
+        .await?;
+    let at = coordinator(&cluster, G).await?;
+    let other = cluster
+        .brokers()
+        .iter()
+        .find(|b| b.addr != at)
+        .context("a broker that is not the coordinator")?
+        .addr;
+    let client = Client::connect(other).await?;
+    let group = || GroupId(text(G));
+    let mut codes: Vec<(&str, String)> = Vec::new();
+    let beat = heartbeat(&client, G, 1, "no-such-member", None).await?;
+    codes.push(("Heartbeat", err(beat)));
+    let joined = join(&client, join_request(G, "", META_A), 9).await?;
+    codes.push(("JoinGroup", err(joined.error_code)));
+    let synced = within(
+        "SyncGroup v3",
+        client.send(
+            SyncGroupRequest::default()
+                .with_group_id(group())
+                .with_generation_id(1)
+                .with_member_id(text("m")),
+            3,
+        ),
+    )
+    .await?;
+    codes.push(("SyncGroup", err(synced.error_code)));
+    let left = within(
+        "LeaveGroup v5",
+        client.send(
+            LeaveGroupRequest::default()
+                .with_group_id(group())
+                .with_members(vec![MemberIdentity::default().with_member_id(text("m"))]),
+            5,
+        ),
+    )
+    .await?;
+    codes.push(("LeaveGroup", err(left.error_code)));
+    let described = describe(&client, G).await?;
+    codes.push(("DescribeGroups", err(described.error_code)));
+    let deleted = within(
+        "DeleteGroups v2",
+        client.send(
+            DeleteGroupsRequest::default().with_groups_names(vec![group()]),
+            2,
+        ),
+    )
+    .await?;
+    let code = deleted.results.first().map_or(-1, |r| r.error_code);
+    codes.push(("DeleteGroups", err(code)));
+    let fetched = within(
+        "OffsetFetch v7",
+        client.send(OffsetFetchRequest::default().with_group_id(group()), 7),
+    )
+    .await?;
+    codes.push(("OffsetFetch", err(fetched.error_code)));
+    let deleted = within(
+        "OffsetDelete v0",
+        client.send(OffsetDeleteRequest::default().with_group_id(group()), 0),
+    )
+    .await?;
+    codes.push(("OffsetDelete", err(deleted.error_code)));
+    let described = within(
+        "ConsumerGroupDescribe v0",
+        client.send(
+            ConsumerGroupDescribeRequest::default().with_group_ids(vec![group()]),
+            0,
+        ),
+    )
+    .await?;
+    let code = described.groups.first().map_or(-1, |g| g.error_code);
+    codes.push(("ConsumerGroupDescribe", err(code)));
+    let expected: Vec<(&str, String)> = codes
+        .iter()
+        .map(|(api, _)| (*api, err(NotCoordinator.code())))
+        .collect();
+    same(
+        "answers of the broker that is not the coordinator",
+        codes,
+        expected,
+    )?;
+    let fired: Vec<u64> = cluster
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| e.faults.iter().any(|f| f.contains("coordinator_load")))
+        .map(|e| e.seq)
+        .collect();
+    same("entries the load's rules fired on", fired, Vec::new())?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// The load ends when its rules are removed: a Heartbeat answered NONE by the load (its entry
+/// names the `coordinator_load` rule) is refused as Kafka refuses it once they are gone.
+#[tokio::test]
+async fn the_heartbeat_load_window_ends_when_its_rules_are_removed() -> Result<()> {
+    const G: &str = "loaded-early";
+    let cluster = Cluster::builder()
+        .coordinator_load(Duration::from_secs(600))
+        .start()
+        .await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    let beat = heartbeat(&client, G, 1, "no-such-member", None).await?;
+    code_is("Heartbeat of an unknown member while loading", beat, None)?;
+    let removed = cluster.remove_rules();
+    ensure!(
+        !removed.is_empty(),
+        "no rule removed: the load has no rules"
+    );
+    let beat = heartbeat(&client, G, 1, "no-such-member", None).await?;
+    code_is(
+        "Heartbeat of an unknown member after the load's rules are removed",
+        beat,
+        Some(UnknownMemberId),
+    )?;
+    let faults: Vec<Vec<String>> = cluster
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| e.is("Heartbeat"))
+        .map(|e| e.faults.clone())
+        .collect();
+    same(
+        "faults of each Heartbeat's entry",
+        faults,
+        vec![
+            vec!["coordinator_load: error(CoordinatorLoadInProgress)".to_owned()],
+            vec![],
+        ],
     )?;
     cluster.shutdown().await;
     Ok(())

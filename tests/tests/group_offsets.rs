@@ -383,3 +383,71 @@ async fn offset_commit_naming_only_unknown_topics_creates_no_group() -> Result<(
         .collect();
     same("groups listed afterwards", ids, vec![])
 }
+
+/// Kafka 4.4.0 (verified by hand, not a recorded conformance case) answers an OffsetCommit
+/// naming an unknown topic with no partition with an empty entry for it:
+/// `[nope [], t [0]]` gets `nope [] | t [0 NONE]`, and `[nope []]` gets `nope []`
+/// (`OffsetCommitResponse.Builder.addPartitions` creates the topic's entry); a known topic with
+/// no partition gets no entry.
+#[tokio::test]
+async fn offset_commit_keeps_an_entry_for_an_unknown_topic_named_with_no_partition() -> Result<()> {
+    const G: &str = "empty-entries";
+    let cluster = cluster().await?;
+    let client = connect(coordinator(&cluster, G).await?, "admin").await?;
+    let topic = |topic: &str, partitions: &[i32]| {
+        OffsetCommitRequestTopic::default()
+            .with_name(name(topic))
+            .with_partitions(
+                partitions
+                    .iter()
+                    .map(|&p| {
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(p)
+                            .with_committed_offset(4)
+                    })
+                    .collect(),
+            )
+    };
+    let cases = [
+        (
+            "[nope [], t [0]]",
+            vec![topic("nope", &[]), topic(TOPIC, &[0])],
+            vec![
+                ("nope".to_owned(), vec![]),
+                (TOPIC.to_owned(), vec![(0, err(0))]),
+            ],
+        ),
+        (
+            "[nope []]",
+            vec![topic("nope", &[])],
+            vec![("nope".to_owned(), vec![])],
+        ),
+        (
+            "[t [], t [1]]",
+            vec![topic(TOPIC, &[]), topic(TOPIC, &[1])],
+            vec![(TOPIC.to_owned(), vec![(1, err(0))])],
+        ),
+    ];
+    for (what, topics, expected) in cases {
+        let request = OffsetCommitRequest::default()
+            .with_group_id(GroupId(text(G)))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(topics);
+        let what = format!("OffsetCommit v7 of {what}");
+        let answer = within(&what, client.send(request, 7)).await?;
+        let got: Vec<(String, Vec<(i32, String)>)> = answer
+            .topics
+            .iter()
+            .map(|t| {
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| (p.partition_index, err(p.error_code)))
+                    .collect();
+                (t.name.to_string(), partitions)
+            })
+            .collect();
+        same(&what, got, expected)?;
+    }
+    Ok(())
+}

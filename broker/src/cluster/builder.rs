@@ -41,11 +41,15 @@ impl ClusterBuilder {
     /// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, ConsumerGroupHeartbeat, and the group
     /// coordinator's reads and admin calls (DescribeGroups, ListGroups, DeleteGroups,
     /// OffsetDelete, ConsumerGroupDescribe: `GroupCoordinatorService` runs each through its
-    /// runtime), so that a client's retry path runs. A Heartbeat (with a group id) is answered NONE meanwhile, as
-    /// Kafka's `GroupCoordinatorService.heartbeat` answers it while loading.
+    /// runtime), so that a client's retry path runs; a group API's request to a broker that is
+    /// not its group's coordinator still gets NOT_COORDINATOR, and one with an empty group id
+    /// INVALID_GROUP_ID, as Kafka answers both before its load check. A Heartbeat to the
+    /// coordinator is answered NONE meanwhile, as Kafka's `GroupCoordinatorService.heartbeat`
+    /// answers it while loading.
     /// FindCoordinator and InitProducerId are answered as usual. The load is fault rules named
     /// `coordinator_load`, journaled as faults and listed with the others; their window is
-    /// measured from the cluster's start (a reset does not start another load).
+    /// measured from the cluster's start (a reset does not start another load), and it ends
+    /// early when they are removed.
     /// Default: none.
     pub fn coordinator_load(mut self, load: std::time::Duration) -> Self {
         self.config.coordinator_load = Some(load);
@@ -443,7 +447,9 @@ impl ClusterBuilder {
     }
 }
 
-/// The APIs a loading coordinator refuses ([`ClusterBuilder::coordinator_load`]).
+/// The APIs a loading coordinator refuses ([`ClusterBuilder::coordinator_load`]); Heartbeat's
+/// refusal is answered NONE (`fault_answers`), as Kafka's `GroupCoordinatorService.heartbeat`
+/// answers it.
 const COORDINATOR_APIS: &[ApiKey] = &[
     ApiKey::JoinGroup,
     ApiKey::SyncGroup,
@@ -460,15 +466,19 @@ const COORDINATOR_APIS: &[ApiKey] = &[
     ApiKey::DeleteGroups,
     ApiKey::OffsetDelete,
     ApiKey::ConsumerGroupDescribe,
+    ApiKey::Heartbeat,
 ];
 
 /// The rules in force at the start: none, or COORDINATOR_LOAD_IN_PROGRESS on every
-/// [`COORDINATOR_APIS`] request until `load` after the start.
+/// [`COORDINATOR_APIS`] request until `load` after the start; a group API's request only when
+/// it reaches the coordinator's load check ([`Rule::at_group_coordinator`]: not on a broker
+/// that is not its group's coordinator, nor for an empty group id).
 fn coordinator_load_rules(seed: u64, load: Option<std::time::Duration>) -> Result<Rules, Error> {
     let mut rules = Rules::new(seed, crate::handlers::IMPLEMENTED);
     if let Some(load) = load {
         for api in COORDINATOR_APIS {
             let rule = Rule::on(*api)
+                .at_group_coordinator()
                 .named("coordinator_load")
                 .until(load)
                 .from_cluster_start()

@@ -138,11 +138,6 @@ impl Rules {
         }
     }
 
-    /// How long ago the cluster started, on the clock the rules' windows read.
-    pub fn since_start(&self) -> Duration {
-        self.started.elapsed()
-    }
-
     /// Adds a rule and returns its id; its time window starts now, or at the cluster's start
     /// for a rule [`Rule::from_cluster_start`].
     ///
@@ -236,12 +231,14 @@ impl Rules {
     }
 
     /// Applies every rule to a new entry: counts matches, decides which fire, names them in
-    /// the entry, and returns what to do.
-    pub fn apply(&mut self, entry: &mut Entry) -> Fired {
+    /// the entry, and returns what to do. `reaches_group_load`: whether the request reaches the
+    /// group coordinator's load check (see [`Rule::at_group_coordinator`]).
+    pub fn apply(&mut self, entry: &mut Entry, reaches_group_load: bool) -> Fired {
         let mut fired = Fired::default();
         for rule in &mut self.active {
             let in_force = rule.from_at_us.is_none_or(|from| entry.at_us >= from)
-                && rule.until_at_us.is_none_or(|until| entry.at_us < until);
+                && rule.until_at_us.is_none_or(|until| entry.at_us < until)
+                && (reaches_group_load || !rule.rule.at_group_coordinator);
             if !in_force || !rule.rule.matches(entry) {
                 continue;
             }

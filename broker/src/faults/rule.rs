@@ -77,6 +77,9 @@ pub struct Rule {
     pub(super) group: Option<String>,
     pub(super) transactional_id: Option<String>,
     pub(super) producer_id: Option<i64>,
+    /// Only in force on requests that reach the group coordinator's load check
+    /// ([`Self::at_group_coordinator`]).
+    pub(super) at_group_coordinator: bool,
     pub(super) count: Count,
     pub(super) window: Window,
     pub(super) action: Option<Action>,
@@ -108,11 +111,22 @@ impl Rule {
             group: None,
             transactional_id: None,
             producer_id: None,
+            at_group_coordinator: false,
             count: Count::Range(Bound::Unbounded, Bound::Unbounded),
             window: Window::default(),
             action: None,
             expect: None,
         }
+    }
+
+    /// Matches only requests that reach the group coordinator's load check: a request of a
+    /// group API at the broker that coordinates one of its (non-empty) group ids; the others
+    /// get their NOT_COORDINATOR or INVALID_GROUP_ID first, as Kafka's `CoordinatorRuntime`
+    /// and `GroupCoordinatorService` answer them before the load
+    /// ([`crate::ClusterBuilder::coordinator_load`]'s rules).
+    pub(crate) fn at_group_coordinator(mut self) -> Self {
+        self.at_group_coordinator = true;
+        self
     }
 
     /// Names the rule in journal entries and messages (default `<api>#<id>`).

@@ -228,6 +228,12 @@ pub(crate) fn error_response(
         RequestKind::SyncGroup(_) => {
             ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(code))
         }
+        // Kafka's `GroupCoordinatorService.heartbeat` (and 3.x's `handleHeartbeat`) answers a
+        // loading coordinator's COORDINATOR_LOAD_IN_PROGRESS with NONE: "the group is still
+        // loading, so blindly respond".
+        RequestKind::Heartbeat(_) if error == ResponseError::CoordinatorLoadInProgress => {
+            ResponseKind::Heartbeat(HeartbeatResponse::default())
+        }
         RequestKind::Heartbeat(_) => {
             ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))
         }

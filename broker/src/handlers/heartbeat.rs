@@ -5,10 +5,12 @@
 //! FENCED_INSTANCE_ID or ILLEGAL_GENERATION to a member that is not current. NOT_COORDINATOR on
 //! any broker but the group's coordinator; INVALID_GROUP_ID for an empty group id, before
 //! anything else (`GroupCoordinatorService.heartbeat`). While the coordinator loads
-//! ([`crate::ClusterBuilder::coordinator_load`]) a Heartbeat to the group's coordinator is
-//! answered NONE without looking at the group, as Kafka's `GroupCoordinatorService.heartbeat`
-//! answers the COORDINATOR_LOAD_IN_PROGRESS of its runtime ("the group is still loading, so
-//! blindly respond"), where the other group APIs get that error.
+//! ([`crate::ClusterBuilder::coordinator_load`]: its `coordinator_load` rule on Heartbeat, in
+//! force until its window ends or it is removed, and named in the entry's faults) a Heartbeat
+//! to the group's coordinator is answered NONE without looking at the group, as Kafka's
+//! `GroupCoordinatorService.heartbeat` answers the COORDINATOR_LOAD_IN_PROGRESS of its runtime
+//! ("the group is still loading, so blindly respond"; `fault_answers`), where the other group
+//! APIs get that error.
 //!
 //! A classic-protocol member of a KIP-848 consumer group ([`crate::state::groups::consumer::classic`])
 //! is told REBALANCE_IN_PROGRESS when the group epoch moved past its member epoch, when it has
@@ -37,9 +39,6 @@ pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> Heartb
     let mut state = ctx.shared.state();
     let result = if !ctx.coordinates_group(&state, group_id) {
         Err(ResponseError::NotCoordinator)
-    } else if loading(ctx) {
-        // Lock order: the state, then the rules.
-        Ok(())
     } else {
         state.groups.heartbeat(
             group_id,
@@ -50,13 +49,4 @@ pub fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest, _version: i16) -> Heartb
         )
     };
     HeartbeatResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
-}
-
-/// Whether the coordinator is still loading: within the cluster's `coordinator_load` after its
-/// start (the window its `coordinator_load` fault rules have).
-fn loading(ctx: &Ctx<'_>) -> bool {
-    ctx.shared
-        .config
-        .coordinator_load
-        .is_some_and(|load| ctx.shared.rules().since_start() < load)
 }

@@ -26,12 +26,13 @@
 //! instance in a consumer group takes its place without Kafka's downgrade of the group when the
 //! replaced one was its last consumer-protocol member; no initial rebalance delay (Kafka waits
 //! `group.initial.rebalance.delay.ms`, 3 s, before completing the first rebalance of an empty
-//! group). A join naming one protocol twice that would be answered without error closes the
-//! connection instead ([`answer`]): Kafka 4.4.0 never answers it (the rebalance's protocol
-//! choice throws "Member does not support any of the candidate protocols" and the group stays
-//! preparing a rebalance; its other members' joins are not answered either, where kmock's are).
-
-use std::collections::HashSet;
+//! group). A join whose member has no candidate protocol to vote for when the rebalance
+//! completes (protocols are counted with duplicates, as Kafka's `ClassicGroup` counts them, so
+//! a lone member naming `[p, p]` has none) closes the connection and the member is removed
+//! ([`answer`]): Kafka 4.4.0 (and 3.x's `GroupMetadata`) never answers it (the protocol vote
+//! throws "Member does not support any of the candidate protocols" and the group stays
+//! preparing a rebalance with the member in it; its other members' joins are not answered
+//! either, where kmock's are).
 
 use bytes::Bytes;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
@@ -45,29 +46,26 @@ use crate::state::groups::{JoinRequest, JoinResult, Pending};
 /// Versions implemented.
 pub const VERSIONS: VersionRange = JoinGroupRequest::VERSIONS;
 
-/// [`handle`], but a join naming one protocol twice that [`handle`] answers without error
-/// closes the connection: Kafka 4.4.0 takes such a member in and then never completes the
-/// rebalance (its protocol choice throws), so the join is never answered; a closed connection
-/// is the nearest defined answer, and it lets no such member in as though all were well. Its
-/// earlier answers (MEMBER_ID_REQUIRED, NOT_COORDINATOR, ...) are Kafka's.
+/// [`handle`], but a join Kafka never answers closes the connection: the rebalance's protocol
+/// vote found no candidate protocol the member supports (a lone member naming `[p, p]`, a
+/// protocol named twice counting twice as in Kafka's `ClassicGroup.candidateProtocols`), so
+/// Kafka's vote throws and the group stays preparing a rebalance. A closed connection is the
+/// nearest defined answer; the member is removed from the group. Every other answer is
+/// Kafka's (a lone member naming `[p, p, q]` is served with `q`).
 pub async fn answer(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> Answer {
-    let mut seen = HashSet::new();
-    let twice = request
-        .protocols
-        .iter()
-        .find(|p| !seen.insert(p.name.as_str()))
-        .map(|p| p.name.to_string());
-    let answer = handle(ctx, request, version).await;
-    match twice {
-        Some(name) if answer.error_code == 0 => Answer::Close(format!(
-            "JoinGroup names protocol {name:?} twice: Kafka never answers such a join"
-        )),
-        _ => Answer::Respond(Box::new(ResponseKind::JoinGroup(answer))),
+    match handle(ctx, request, version).await {
+        (_, Some(reason)) => Answer::Close(reason),
+        (answer, None) => Answer::Respond(Box::new(ResponseKind::JoinGroup(answer))),
     }
 }
 
-/// Joins (or rejoins) the group, waiting for the rebalance to complete.
-pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> JoinGroupResponse {
+/// Joins (or rejoins) the group, waiting for the rebalance to complete; with the reason to
+/// close the connection instead of answering, when Kafka would never answer.
+async fn handle(
+    ctx: &Ctx<'_>,
+    request: JoinGroupRequest,
+    version: i16,
+) -> (JoinGroupResponse, Option<String>) {
     let group_id = request.group_id.0.as_str().to_owned();
     let result = {
         let join = JoinRequest {
@@ -123,7 +121,8 @@ pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> J
         }
     };
     let text = |s: String| StrBytes::from_string(s);
-    JoinGroupResponse::default()
+    let closed = result.closed;
+    let response = JoinGroupResponse::default()
         .with_error_code(result.error.map_or(0, |e| e.code()))
         .with_generation_id(result.generation_id)
         .with_protocol_type(if version >= 7 {
@@ -157,5 +156,6 @@ pub async fn handle(ctx: &Ctx<'_>, request: JoinGroupRequest, version: i16) -> J
                     },
                 )
                 .collect(),
-        )
+        );
+    (response, closed)
 }

@@ -35,6 +35,7 @@ pub mod end_txn;
 pub(crate) mod fault_answers;
 pub mod fetch;
 pub mod find_coordinator;
+pub(crate) mod group_load;
 pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;

@@ -29,7 +29,8 @@
 //! the partitions refused before the group is asked (unknown topics and partitions), one topic
 //! entry per name, in request order; then the group's answers, one entry per request entry
 //! when nothing was refused, else merged into the entry of their name (conformance case
-//! `offset_commit_answer_order`).
+//! `offset_commit_answer_order`). An unknown topic named with no partition keeps an empty
+//! entry (Kafka 4.4.0 answers `[x [], a [0]]` with `x [] | a [0 NONE]`); a known one does not.
 //!
 //! Deviations from Apache Kafka: `retention_time_ms` (v2–4) is ignored; offsets never expire.
 
@@ -112,7 +113,9 @@ fn kafka_order(
                 missing.push(a);
             }
         }
-        if !missing.is_empty() {
+        // An unknown topic keeps its entry even with no partition (Kafka's `addPartitions`
+        // creates it); a known one with none has no entry.
+        if !missing.is_empty() || !state.topics.contains_key(t.name.0.as_str()) {
             refused.merge(&answer.name, missing);
         }
         if !known.is_empty() {

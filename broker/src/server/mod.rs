@@ -199,6 +199,7 @@ async fn read_requests(
 ) {
     let ConnCtx {
         shared,
+        node_id,
         span,
         close,
         read_ahead,
@@ -276,6 +277,16 @@ async fn read_requests(
                 break;
             }
         };
+        // Whether a group API's request reaches its coordinator's load check, read before the
+        // journal lock is taken (the lock order is state, then journal).
+        let reaches_group_load = match &decoded {
+            Some(Decoded::Request(r))
+                if rules_in_force && !proxy && handlers::group_load::names_groups(&r.body) =>
+            {
+                handlers::group_load::reaches_group_load(&shared.state(), node_id, &r.body)
+            }
+            _ => true,
+        };
         let mut fired = Fired::default();
         let seq = if journaled {
             journal.append(arrival, |entry| {
@@ -293,7 +304,7 @@ async fn read_requests(
                     }
                 }
                 if rules_in_force {
-                    fired = shared.rules().apply(entry);
+                    fired = shared.rules().apply(entry, reaches_group_load);
                 }
             })
         } else {

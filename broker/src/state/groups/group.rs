@@ -1,7 +1,7 @@
 //! One classic group's state: its members, the rebalance's progress and what was last stored
 //! for a new coordinator to load ([`Group`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use kafka_protocol::messages::ConsumerProtocolSubscription;
@@ -306,6 +306,33 @@ impl Group {
             .retain(|_, m| m.awaiting_join.is_some() || m.group_instance_id.is_some());
         self.rebalance_deadline = None;
         self.generation_id += 1;
+        // Members with no candidate protocol to vote for: Kafka's vote throws, the rebalance
+        // never completes and no join is answered; kmock closes their joins' connections and
+        // removes them (each removal may leave another member without a candidate).
+        let protocol = loop {
+            match self.vote() {
+                Ok(protocol) => break Some(protocol),
+                Err(ids) if ids.is_empty() => break None,
+                Err(ids) => {
+                    for id in ids {
+                        let Some(mut member) = self.members.remove(&id) else {
+                            continue;
+                        };
+                        if let Some(waiter) = member.awaiting_join.take() {
+                            let _ = waiter.send(JoinResult {
+                                closed: Some(NO_CANDIDATE.to_owned()),
+                                generation_id: -1,
+                                member_id: id,
+                                ..JoinResult::default()
+                            });
+                        }
+                    }
+                    if self.members.is_empty() {
+                        break None;
+                    }
+                }
+            }
+        };
         if self.members.is_empty() {
             self.state = GroupState::Empty;
             self.protocol_name = None;
@@ -313,7 +340,7 @@ impl Group {
             self.store();
             return;
         }
-        self.protocol_name = self.select_protocol();
+        self.protocol_name = protocol;
         if !self
             .leader
             .as_ref()
@@ -344,50 +371,67 @@ impl Group {
                         Vec::new()
                     },
                     skip_assignment: false,
+                    closed: None,
                 });
             }
         }
     }
 
-    /// The protocol every member supports that most members prefer (Kafka's
-    /// `GroupMetadata.selectProtocol`: each member votes for its first candidate).
-    pub(super) fn select_protocol(&self) -> Option<String> {
-        let mut candidates: Option<HashSet<&str>> = None;
+    /// How many times the members name each protocol, a protocol named twice by one member
+    /// counted twice (Kafka's `ClassicGroup.supportedProtocols`, kept by
+    /// `incrementSupportedProtocols`).
+    fn protocol_counts(&self) -> HashMap<&str, usize> {
+        let mut counts = HashMap::new();
         for m in self.members.values() {
-            let names: HashSet<&str> = m.protocols.iter().map(|(n, _)| n.as_str()).collect();
-            candidates = Some(match candidates {
-                None => names,
-                Some(c) => c.intersection(&names).copied().collect(),
-            });
-        }
-        let candidates = candidates?;
-        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
-        for m in self.members.values() {
-            if let Some((name, _)) = m
-                .protocols
-                .iter()
-                .find(|(n, _)| candidates.contains(n.as_str()))
-            {
-                *votes.entry(name).or_default() += 1;
+            for (name, _) in &m.protocols {
+                *counts.entry(name.as_str()).or_default() += 1;
             }
+        }
+        counts
+    }
+
+    /// The protocol most members vote for, each for its first candidate, a candidate being a
+    /// protocol whose count ([`Self::protocol_counts`]) equals the number of members (Kafka's
+    /// `ClassicGroup.selectProtocol` and `candidateProtocols`); or the ids of the members with
+    /// no candidate to vote for, where Kafka's `ClassicGroupMember.vote` throws. A lone member
+    /// naming `[p, p, q]` gets `q`; one naming `[p, p]` has no candidate.
+    pub(super) fn vote(&self) -> Result<String, Vec<String>> {
+        let counts = self.protocol_counts();
+        let size = self.members.len();
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut no_candidate = Vec::new();
+        for (id, m) in &self.members {
+            match m.protocols.iter().find(|(n, _)| counts[n.as_str()] == size) {
+                Some((name, _)) => *votes.entry(name).or_default() += 1,
+                None => no_candidate.push(id.clone()),
+            }
+        }
+        if !no_candidate.is_empty() {
+            return Err(no_candidate);
         }
         votes
             .into_iter()
             .max_by_key(|(_, v)| *v)
             .map(|(n, _)| n.to_owned())
+            .ok_or_else(Vec::new)
     }
 
-    /// Whether a member with these protocols could join (Kafka's `supportsProtocols`).
+    /// [`Self::vote`]'s protocol, `None` when some member has no candidate.
+    pub(super) fn select_protocol(&self) -> Option<String> {
+        self.vote().ok()
+    }
+
+    /// Whether a member with these protocols could join (Kafka's `supportsProtocols`): one of
+    /// them counted ([`Self::protocol_counts`]) as many times as there are members.
     pub(super) fn supports(&self, protocol_type: &str, protocols: &[(String, Bytes)]) -> bool {
         if self.members.is_empty() {
             return !protocol_type.is_empty() && !protocols.is_empty();
         }
+        let counts = self.protocol_counts();
         self.protocol_type.as_deref() == Some(protocol_type)
-            && protocols.iter().any(|(n, _)| {
-                self.members
-                    .values()
-                    .all(|m| m.protocols.iter().any(|(mn, _)| mn == n))
-            })
+            && protocols
+                .iter()
+                .any(|(n, _)| counts.get(n.as_str()) == Some(&self.members.len()))
     }
 
     pub(super) fn remove_member(&mut self, member_id: &str, now: Instant) {

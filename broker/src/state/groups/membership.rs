@@ -125,6 +125,7 @@ impl Groups {
                     member_id,
                     members,
                     skip_assignment: false,
+                    closed: None,
                 });
             }
         }
@@ -390,6 +391,7 @@ fn replace_in_stable(
         member_id: new_id.to_owned(),
         members,
         skip_assignment: req.supports_skip_assignment && is_leader,
+        closed: None,
     })
 }
 

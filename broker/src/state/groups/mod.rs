@@ -111,7 +111,16 @@ pub struct JoinResult {
     /// The leader is told its members but need not assign again (a static leader replaced in
     /// a Stable group, JoinGroup v9+).
     pub skip_assignment: bool,
+    /// Kafka never answers this join: the rebalance's protocol vote found no candidate the
+    /// member supports ([`NO_CANDIDATE`]), and the member was removed; the connection is closed
+    /// with this reason instead of an answer.
+    pub closed: Option<String>,
 }
+
+/// Why a join is not answered when the member has no candidate protocol to vote for (Kafka's
+/// `ClassicGroupMember.vote` throws it, and the rebalance never completes).
+pub const NO_CANDIDATE: &str = "Member does not support any of the candidate protocols \
+     (a protocol named twice counts twice): Kafka never answers such a join";
 
 impl JoinResult {
     fn error(error: ResponseError, member_id: &str) -> Self {
