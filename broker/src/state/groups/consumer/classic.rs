@@ -209,6 +209,7 @@ impl Groups {
             member_id,
             members: Vec::new(),
             skip_assignment: false,
+            closed: None,
         }
     }
 
