@@ -1,6 +1,6 @@
 //! Config rules that changed between Kafka releases, on a cluster emulating each release:
 //! `segment.bytes`' 1 MiB floor from 4.0 (KIP-1030) and its escape hatch
-//! `internal.segment.bytes`; from 4.1, Eligible Leader Replicas (KIP-966, on in a new cluster):
+//! `internal.segment.bytes` (the segments it cuts: `retention.rs`); from 4.1, Eligible Leader Replicas (KIP-966, on in a new cluster):
 //! the feature finalized in ApiVersions, the cluster-level `min.insync.replicas` stored
 //! (described as DYNAMIC_DEFAULT_BROKER_CONFIG) and the config APIs' refusals to remove it or
 //! to touch a broker-level one. Kafka 4.4.0's answers: the conformance cases of
@@ -280,6 +280,35 @@ async fn eligible_leader_replicas_feature_is_finalized_from_4_1() -> Result<()> 
             same(
                 &format!("{version}: v{v} {ELR} (finalized, supported)"),
                 (finalized, supported),
+                expected,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `internal.segment.bytes` (KIP-1030's way to segments below 1 MiB) is a topic config from
+/// 4.0, any INT (0 and negatives included) at creation and through IncrementalAlterConfigs,
+/// as Kafka 4.4.0 answers (case `internal_segment_bytes`); 3.9 does not know it.
+#[tokio::test]
+async fn internal_segment_bytes_is_a_topic_config_from_4_0() -> Result<()> {
+    const KEY: &str = "internal.segment.bytes";
+    let invalid = Some(ResponseError::InvalidConfig);
+    for (version, known) in [("3.9", invalid), ("4.0", None), ("4.4", None)] {
+        let cluster = Cluster::builder()
+            .kafka_version(version.parse()?)
+            .topic("t", 1)
+            .start()
+            .await?;
+        let client = Client::connect(cluster.brokers()[0].addr).await?;
+        for (value, expected) in [("1000", known), ("0", known), ("-1", known), ("x", invalid)] {
+            let what = format!("{version}: {KEY}={value}");
+            let created = create_with(&client, KEY, value).await?;
+            code_is(&format!("{what} at creation"), created, expected)?;
+            let altered = incremental_alter(&client, (TOPIC, "t"), KEY, SET, Some(value)).await?;
+            code_is(
+                &format!("{what} by IncrementalAlterConfigs"),
+                altered,
                 expected,
             )?;
         }

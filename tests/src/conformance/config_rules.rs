@@ -3,7 +3,8 @@
 //! IncrementalAlterConfigs and AlterConfigs; and the cluster-level `min.insync.replicas` that
 //! a 4.1+ cluster with Eligible Leader Replicas stores and the config APIs may not remove,
 //! which is why an AlterConfigs of the cluster level is refused unless it names that key,
-//! with the Eligible Leader Replicas feature finalized.
+//! with the Eligible Leader Replicas feature finalized; `internal.segment.bytes`, the topic
+//! config that still reaches small segments from 4.0.
 //! Broker changes are all `validate_only`, so the real broker stays as it was.
 
 use anyhow::Result;
@@ -18,6 +19,7 @@ pub const CASES: &[Case] = &[
     case!(segment_bytes_at_and_below_one_mebibyte),
     case!(alter_configs_cluster_level_min_insync_replicas),
     case!(eligible_leader_replicas_from_4_1),
+    case!(internal_segment_bytes),
 ];
 
 /// The least `segment.bytes` of Kafka 4.x, and one below it.
@@ -119,6 +121,48 @@ async fn eligible_leader_replicas_from_4_1(cx: Ctx) -> Result<Lines> {
     }
     let keys: &[&str] = &["min.insync.replicas"];
     let resources = [(BROKER, "", Some(keys)), (BROKER, "1", Some(keys))];
+    lines.extend(describe(&cx, &client, 4, false, &resources).await?);
+    Ok(lines)
+}
+
+/// `internal.segment.bytes` (Kafka 4.x's `LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG`, an INT
+/// with no range): CreateTopics with it at 1000, 0, -1, past an INT and not a number;
+/// IncrementalAlterConfigs v1 SET and DELETE and AlterConfigs v2 (`validate_only`) of it on a
+/// topic; DescribeConfigs v4 of it and `segment.bytes` on a topic created with it and on one
+/// without it.
+async fn internal_segment_bytes(cx: Ctx) -> Result<Lines> {
+    const KEY: &str = "internal.segment.bytes";
+    let client = cx.connect().await?;
+    let mut lines = Vec::new();
+    for (topic, value) in [
+        ("thousand", "1000"),
+        ("zero", "0"),
+        ("negative", "-1"),
+        ("past-int", "2147483648"),
+        ("word", "x"),
+    ] {
+        let created = cx.try_create(&client, topic, 1, &[(KEY, value)]).await?;
+        lines.push(format!(
+            "create {KEY}={value}: {}",
+            created.err().unwrap_or_else(|| "NONE".to_owned())
+        ));
+    }
+    let full = cx.create(&client, "t", 1, &[]).await?;
+    for ops in [
+        &[(KEY, SET, Some("2000"))][..],
+        &[(KEY, SET, Some("13"))][..],
+        &[(KEY, DELETE, None)][..],
+    ] {
+        lines.extend(incremental(&cx, &client, 1, true, &[(TOPIC, &full, ops)]).await?);
+    }
+    let configs: &[(&str, Option<&str>)] = &[(KEY, Some("3000"))];
+    lines.extend(legacy(&cx, &client, 2, true, (TOPIC, &full, configs)).await?);
+    let small = cx.topic("thousand");
+    let keys: &[&str] = &[KEY, "segment.bytes"];
+    let resources = [
+        (TOPIC, small.as_str(), Some(keys)),
+        (TOPIC, full.as_str(), Some(keys)),
+    ];
     lines.extend(describe(&cx, &client, 4, false, &resources).await?);
     Ok(lines)
 }
