@@ -199,7 +199,7 @@ async fn min_insync_replicas_of_a_broker_or_its_removal_is_refused_from_4_1() ->
 
 /// From 4.1 the cluster-level `min.insync.replicas` is stored: DescribeConfigs of the cluster
 /// level and of broker 1 give it with source DYNAMIC_DEFAULT_BROKER_CONFIG, as Kafka 4.4.0
-/// does; before, the static value (STATIC_BROKER_CONFIG).
+/// does, at start and after a reset; before, the static value (STATIC_BROKER_CONFIG).
 #[tokio::test]
 async fn min_insync_replicas_is_a_dynamic_cluster_default_from_4_1() -> Result<()> {
     for (version, source) in [
@@ -207,15 +207,19 @@ async fn min_insync_replicas_is_a_dynamic_cluster_default_from_4_1() -> Result<(
         ("4.1", DYNAMIC_DEFAULT_BROKER),
         ("4.4", DYNAMIC_DEFAULT_BROKER),
     ] {
-        let (_cluster, client) = emulating(version).await?;
-        for resource in ["", "1"] {
+        let (cluster, client) = emulating(version).await?;
+        // Once as started, once after a reset (which starts from a fresh state).
+        for (resource, reset) in [("", false), ("1", false), ("", true), ("1", true)] {
+            if reset {
+                cluster.reset();
+            }
             let configs = describe(&client, BROKER, resource).await?;
             let min_isr: Vec<_> = configs
                 .into_iter()
                 .filter(|(k, _, _)| k == "min.insync.replicas")
                 .collect();
             same(
-                &format!("{version}: min.insync.replicas of {resource:?}"),
+                &format!("{version}: min.insync.replicas of {resource:?}, reset {reset}"),
                 min_isr,
                 vec![("min.insync.replicas".to_owned(), "1".to_owned(), source)],
             )?;
