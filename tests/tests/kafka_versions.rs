@@ -1,8 +1,8 @@
 //! `kafka_version`: a cluster emulating an older Kafka advertises the versions that release's
 //! broker advertised (the tables `fixtures/kafka/api-versions/derive.sh` takes from each
 //! release's kafka-clients jar), closes the connection of a request past them as that broker
-//! does, and keeps the behaviours of that release that clients depend on (and the config
-//! checks that changed between releases).
+//! does, and keeps the behaviours of that release that clients depend on (the config checks
+//! that changed between releases: `config_by_release.rs`).
 
 mod common;
 
@@ -11,14 +11,11 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use bytes::Buf;
-use common::{code_is, name, same, text};
-use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use common::{code_is, emulating, name, same, text};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId,
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest, GroupId,
-    ListOffsetsRequest, MetadataRequest,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest, GroupId, ListOffsetsRequest, MetadataRequest,
 };
 use kafka_protocol::protocol::Decodable;
 use kafka_protocol::ResponseError;
@@ -27,15 +24,6 @@ use kmock_client::{record, Client};
 
 /// Generous: only catches a connection kmock failed to close.
 const HANG_GUARD: Duration = Duration::from_secs(30);
-
-async fn emulating(version: &str) -> Result<(Cluster, Client)> {
-    let cluster = Cluster::builder()
-        .kafka_version(version.parse()?)
-        .start()
-        .await?;
-    let client = Client::connect(cluster.brokers()[0].addr).await?;
-    Ok((cluster, client))
-}
 
 /// ApiVersions v3's list as `api key -> (min, max)`.
 async fn advertised(client: &Client) -> Result<BTreeMap<i16, (i16, i16)>> {
@@ -365,99 +353,5 @@ async fn list_offsets_v0_answers_old_style_offsets_before_4_0_and_closes_after()
         list_offsets_v0(&client, &[(0, -1, 1)]).await.is_err(),
         "Kafka 4.4 answered ListOffsets v0"
     );
-    Ok(())
-}
-
-/// CreateTopics (`validate_only`) of a topic with `segment.bytes` of `value`: its error.
-async fn create_with_segment_bytes(client: &Client, value: &str) -> Result<i16> {
-    let request = CreateTopicsRequest::default()
-        .with_validate_only(true)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(name("segments"))
-            .with_num_partitions(1)
-            .with_replication_factor(1)
-            .with_configs(vec![CreatableTopicConfig::default()
-                .with_name(text("segment.bytes"))
-                .with_value(Some(text(value)))])]);
-    Ok(client.send(request, 7).await?.topics[0].error_code)
-}
-
-/// AlterConfigs v2 (`validate_only`) of one resource: its error.
-async fn legacy_alter(
-    client: &Client,
-    kind: i8,
-    resource: &str,
-    configs: &[(&str, &str)],
-) -> Result<i16> {
-    let request = AlterConfigsRequest::default()
-        .with_validate_only(true)
-        .with_resources(vec![AlterConfigsResource::default()
-            .with_resource_type(kind)
-            .with_resource_name(text(resource))
-            .with_configs(
-                configs
-                    .iter()
-                    .map(|(k, v)| {
-                        AlterableConfig::default()
-                            .with_name(text(k))
-                            .with_value(Some(text(v)))
-                    })
-                    .collect(),
-            )]);
-    Ok(client.send(request, 2).await?.responses[0].error_code)
-}
-
-/// `segment.bytes` is at least 14 before 4.0 and 1 MiB from 4.0 (KIP-1030), at creation and
-/// through AlterConfigs; the conformance case `segment_bytes_at_and_below_one_mebibyte` shows
-/// Kafka 4.4's answers.
-#[tokio::test]
-async fn segment_bytes_is_at_least_14_before_4_0_and_one_mebibyte_from_4_0() -> Result<()> {
-    let invalid = Some(ResponseError::InvalidConfig);
-    for (version, accepted, refused) in [
-        ("3.9", ["14", "1048575"], ["13", "0"]),
-        ("4.0", ["1048576", "1073741824"], ["1048575", "14"]),
-        ("4.4", ["1048576", "1073741824"], ["1048575", "14"]),
-    ] {
-        let cluster = Cluster::builder()
-            .kafka_version(version.parse()?)
-            .topic("t", 1)
-            .start()
-            .await?;
-        let client = Client::connect(cluster.brokers()[0].addr).await?;
-        for (values, expected) in [(accepted, None), (refused, invalid)] {
-            for value in values {
-                let what = format!("{version}: segment.bytes={value}");
-                let created = create_with_segment_bytes(&client, value).await?;
-                code_is(&format!("{what} at creation"), created, expected)?;
-                let altered = legacy_alter(&client, 2, "t", &[("segment.bytes", value)]).await?;
-                code_is(&format!("{what} by AlterConfigs"), altered, expected)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// From 4.1 a new cluster has Eligible Leader Replicas and a cluster-level
-/// `min.insync.replicas` that AlterConfigs of the cluster level must name (else
-/// INVALID_CONFIG); 4.0 has neither.
-#[tokio::test]
-async fn cluster_level_alter_configs_must_name_min_insync_replicas_from_4_1() -> Result<()> {
-    let cleaner = [("log.cleaner.threads", "2")];
-    let with_min_isr = [("log.cleaner.threads", "2"), ("min.insync.replicas", "1")];
-    for (version, without) in [("4.0", None), ("4.4", Some(ResponseError::InvalidConfig))] {
-        let (_cluster, client) = emulating(version).await?;
-        let answer = legacy_alter(&client, 4, "", &cleaner).await?;
-        code_is(
-            &format!("{version}: without min.insync.replicas"),
-            answer,
-            without,
-        )?;
-        let answer = legacy_alter(&client, 4, "", &with_min_isr).await?;
-        code_is(
-            &format!("{version}: with min.insync.replicas"),
-            answer,
-            None,
-        )?;
-    }
     Ok(())
 }

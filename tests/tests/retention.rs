@@ -1,5 +1,6 @@
 //! Retention as Kafka's `UnifiedLog` enforces it, and the cluster's cap on stored bytes, over
-//! real sockets: `retention.bytes` deleting whole `segment.bytes` segments on append,
+//! real sockets: `retention.bytes` deleting whole `segment.bytes` (or
+//! `internal.segment.bytes`) segments on append,
 //! `retention.ms` deleting segments whose largest timestamp is older (cut by `segment.ms` on
 //! the records' own timestamps, so that the boundaries are exact), the log start offset moving
 //! in ListOffsets EARLIEST, Fetch below it OFFSET_OUT_OF_RANGE, DescribeLogDirs sizes
@@ -260,6 +261,38 @@ async fn retention_bytes_deletes_whole_segments_on_append() -> Result<()> {
             (after(30)?, 1, "r".to_owned(), 0, 20, (10 * b) as u64),
         ],
     )?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// `internal.segment.bytes` (Kafka 4.x's way below `segment.bytes`' 1 MiB floor) cuts the
+/// segments instead of `segment.bytes`, at the default emulated release: two batches a
+/// segment, so `retention.bytes` of two batches deletes the first segment at the fourth.
+#[tokio::test]
+async fn internal_segment_bytes_cuts_segments_below_one_mebibyte() -> Result<()> {
+    let (cluster, client) = start(Cluster::builder()).await?;
+    let b = batch_size(100)?;
+    let two = (2 * b).to_string();
+    let configs = [
+        ("internal.segment.bytes", two.as_str()),
+        ("retention.bytes", two.as_str()),
+    ];
+    create_topic_with_configs(&client, "small", 1, &configs).await?;
+    for offset in 0..3 {
+        produce_at(&client, "small", one_record(now_ms(), 100), offset).await?;
+    }
+    // Segments [0, 2) and [2, 3): without the first, less than two batches would stay.
+    same(
+        "EARLIEST after 3",
+        list_offset(&client, "small", -2).await?,
+        0,
+    )?;
+    // The fourth fills [2, 4): without [0, 2) two batches stay, so it goes.
+    let (code, base, log_start, _) = produce(&client, "small", one_record(now_ms(), 100)).await?;
+    code_is("Produce", code, None)?;
+    same("fourth base offset", base, 3)?;
+    same("fourth answer's log start offset", log_start, 2)?;
+    same("log size", log_size(&client, "small").await?, 2 * b)?;
     cluster.shutdown().await;
     Ok(())
 }

@@ -20,12 +20,14 @@
 //! [`crate::TransactionVersion`] (min and max level both 1 or 2), and from v4 supported 0–2 (a
 //! supported feature whose lowest level is 0 is left out of v3 answers, KAFKA-17011), as the
 //! Kafka 4.4.0 broker of `fixtures/kafka/kafka.sh` advertises it (finalized 2 there); clients
-//! choose transaction version 2 (KIP-890 part 2) from the finalized level.
+//! choose transaction version 2 (KIP-890 part 2) from the finalized level. From 4.1, likewise
+//! `eligible.leader.replicas.version` finalized 1 (supported 0–1), as a new 4.1+ cluster
+//! enables Eligible Leader Replicas (case `eligible_leader_replicas_from_4_1`).
 //!
-//! Deviations from Apache Kafka: `transaction.version` is the only feature advertised (Kafka
-//! 4.x also lists `metadata.version`, `kraft.version`, `group.version` and others); the
-//! finalized features' epoch is always 1, where Kafka gives the metadata offset they were read
-//! at.
+//! Deviations from Apache Kafka: `transaction.version` and, from 4.1,
+//! `eligible.leader.replicas.version` are the only features advertised (Kafka 4.x also lists
+//! `metadata.version`, `kraft.version`, `group.version` and others); the finalized features'
+//! epoch is always 1, where Kafka gives the metadata offset they were read at.
 //!
 //! Differences the conformance cases show against Kafka 4.4.0 (`kmock_tests::conformance`,
 //! recordings in `fixtures/conformance/`): Produce is advertised from v3, where Kafka 4.4 advertises
@@ -69,24 +71,40 @@ pub fn handle(ctx: &Ctx<'_>, request: ApiVersionsRequest, version: i16) -> ApiVe
         return answer.with_finalized_features_epoch(-1);
     }
     let level = ctx.shared.config.transaction_version.level();
+    // (name, supported max level, finalized level): the supported min is 0 for each.
+    let mut features = vec![(TRANSACTION_VERSION, 2, level)];
+    if kafka_version >= KafkaVersion::V4_1 {
+        features.push((ELIGIBLE_LEADER_REPLICAS_VERSION, 1, 1));
+    }
+    let supported = features.iter().map(|(name, max, _)| {
+        SupportedFeatureKey::default()
+            .with_name(super::str_bytes(name))
+            .with_min_version(0)
+            .with_max_version(*max)
+    });
+    let finalized = features.iter().map(|(name, _, level)| {
+        FinalizedFeatureKey::default()
+            .with_name(super::str_bytes(name))
+            .with_max_version_level(*level)
+            .with_min_version_level(*level)
+    });
     answer
         .with_supported_features(if version >= 4 {
-            vec![SupportedFeatureKey::default()
-                .with_name(super::str_bytes(TRANSACTION_VERSION))
-                .with_min_version(0)
-                .with_max_version(2)]
+            supported.collect()
         } else {
             Vec::new()
         })
         .with_finalized_features_epoch(1)
-        .with_finalized_features(vec![FinalizedFeatureKey::default()
-            .with_name(super::str_bytes(TRANSACTION_VERSION))
-            .with_max_version_level(level)
-            .with_min_version_level(level)])
+        .with_finalized_features(finalized.collect())
 }
 
 /// Kafka's name of the transaction protocol feature (`TransactionVersion.FEATURE_NAME`).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
+
+/// Kafka's name of the Eligible Leader Replicas feature (KIP-966,
+/// `EligibleLeaderReplicasVersion.FEATURE_NAME`): supported 0–1, finalized 1 in a cluster made
+/// by Kafka 4.1 or later.
+pub const ELIGIBLE_LEADER_REPLICAS_VERSION: &str = "eligible.leader.replicas.version";
 
 /// The v5 check of the cluster and node the client means to reach (KIP-1242), on the broker
 /// `node_id` of the cluster `cluster_id`: `None` when it names neither or names this broker of

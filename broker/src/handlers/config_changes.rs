@@ -29,7 +29,7 @@ use kafka_protocol::ResponseError;
 use super::broker_configs::{self, Levels};
 use super::Ctx;
 use crate::state::topics::{validate_configs, validate_name, TOPIC_CONFIG_DEFAULTS};
-use crate::state::ClusterState;
+use crate::state::{ClusterState, MIN_INSYNC_REPLICAS};
 use crate::KafkaVersion;
 
 /// Resource type TOPIC.
@@ -245,35 +245,35 @@ fn broker_changed(
         return Err(invalid(&message));
     }
     if state.kafka_version >= KafkaVersion::V4_1 {
-        elr_min_isr_check(name, ops, replace)?;
+        let removed = name.is_empty()
+            && before
+                .cluster
+                .is_some_and(|c| c.contains_key(MIN_INSYNC_REPLICAS))
+            && !configs.contains_key(MIN_INSYNC_REPLICAS);
+        elr_min_isr_check(name, ops, removed)?;
     }
     Ok(configs)
 }
 
 /// Kafka's controller with Eligible Leader Replicas enabled (KIP-966, on by default in a
-/// cluster made by 4.1 or later, which then stores a cluster-level `min.insync.replicas`):
-/// any operation on `min.insync.replicas` of one broker's resource (a DELETE of a value it
-/// does not have included, as Kafka 4.4.0 answers) is INVALID_CONFIG, and so is
-/// removing the cluster-level one: its DELETE, or an AlterConfigs of the cluster level
-/// (`replace`) that does not name it, whatever else it sets (`ConfigurationControlManager
-/// .validateAlterConfig`; case `alter_configs_cluster_level_min_insync_replicas`).
+/// cluster made by 4.1 or later, which then stores a cluster-level `min.insync.replicas`, as
+/// kmock's state does from 4.1): any operation on `min.insync.replicas` of one broker's
+/// resource (a DELETE of a value it does not have included, as Kafka 4.4.0 answers) is
+/// INVALID_CONFIG, and so is removing the stored cluster-level one (`removed`: stored before,
+/// not after): by its DELETE, or by an AlterConfigs of the cluster level that does not name
+/// it, whatever else it sets (`ConfigurationControlManager.validateAlterConfig`; case
+/// `alter_configs_cluster_level_min_insync_replicas`).
 ///
 /// # Errors
 /// INVALID_CONFIG with Kafka's message.
-fn elr_min_isr_check(name: &str, ops: &[(String, Op)], replace: bool) -> Result<(), Refusal> {
-    const KEY: &str = "min.insync.replicas";
-    let op = ops.iter().find(|(k, _)| k == KEY).map(|(_, op)| op);
-    if !name.is_empty() && op.is_some() {
+fn elr_min_isr_check(name: &str, ops: &[(String, Op)], removed: bool) -> Result<(), Refusal> {
+    if !name.is_empty() && ops.iter().any(|(k, _)| k == MIN_INSYNC_REPLICAS) {
         return Err((
             ResponseError::InvalidConfig,
             "Broker-level min.insync.replicas cannot be altered while ELR is enabled.".into(),
         ));
     }
-    let removed = match op {
-        Some(op) => matches!(op, Op::Delete),
-        None => replace,
-    };
-    if name.is_empty() && removed {
+    if removed {
         return Err((
             ResponseError::InvalidConfig,
             "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.".into(),

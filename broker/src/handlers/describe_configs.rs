@@ -2,7 +2,8 @@
 //!
 //! Topic resources (type 2): a name no topic may have is INVALID_TOPIC_EXCEPTION, an unknown
 //! topic UNKNOWN_TOPIC_OR_PARTITION; every topic config kmock knows, with the topic's overrides
-//! (source TOPIC_CONFIG) or Kafka's defaults (source DEFAULT_CONFIG). Broker resources (type 4,
+//! (source TOPIC_CONFIG) or Kafka's defaults (source DEFAULT_CONFIG), and
+//! `internal.segment.bytes` when the topic sets it (source TOPIC_CONFIG). Broker resources (type 4,
 //! name = this broker's node id, or empty for the cluster default; another broker's id is
 //! INVALID_REQUEST, as Kafka's `ConfigHelper`): the broker defaults clients read, and the
 //! dynamic broker configs AlterConfigs and IncrementalAlterConfigs set.
@@ -23,7 +24,7 @@ use kafka_protocol::ResponseError;
 
 use super::create_topics::{SOURCE_DEFAULT, SOURCE_TOPIC};
 use super::{str_bytes, Ctx};
-use crate::state::topics::{validate_name, TOPIC_CONFIG_DEFAULTS};
+use crate::state::topics::{validate_name, INTERNAL_SEGMENT_BYTES, TOPIC_CONFIG_DEFAULTS};
 
 /// Versions implemented.
 pub const VERSIONS: VersionRange = DescribeConfigsRequest::VERSIONS;
@@ -73,13 +74,20 @@ fn describe(ctx: &Ctx<'_>, resource: &DescribeConfigsResource) -> DescribeConfig
         RESOURCE_TOPIC => match validate_name(name).map(|()| ctx.shared.state()) {
             Err(message) => Err((ResponseError::InvalidTopicException, message)),
             Ok(state) => match state.topics.get(name) {
-                Some(topic) => Ok(TOPIC_CONFIG_DEFAULTS
-                    .iter()
-                    .map(|(k, default)| match topic.configs().get(*k) {
-                        Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
-                        None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
-                    })
-                    .collect()),
+                Some(topic) => {
+                    let mut configs: Vec<Config> = TOPIC_CONFIG_DEFAULTS
+                        .iter()
+                        .map(|(k, default)| match topic.configs().get(*k) {
+                            Some(v) => ((*k).to_owned(), v.clone(), SOURCE_TOPIC),
+                            None => ((*k).to_owned(), (*default).to_owned(), SOURCE_DEFAULT),
+                        })
+                        .collect();
+                    // An internal config: described when the topic sets it, as Kafka 4.4.0.
+                    if let Some(v) = topic.configs().get(INTERNAL_SEGMENT_BYTES) {
+                        configs.push((INTERNAL_SEGMENT_BYTES.to_owned(), v.clone(), SOURCE_TOPIC));
+                    }
+                    Ok(configs)
+                }
                 None => Err((
                     ResponseError::UnknownTopicOrPartition,
                     format!("topic {name:?} does not exist"),

@@ -17,7 +17,10 @@
 //! cluster is built with it, `Cluster::builder().transaction_version`): an update to another
 //! level that passes validation is refused with INVALID_UPDATE_VERSION and a message saying so,
 //! unless `validate_only`; Kafka's other features (`metadata.version`, `kraft.version`,
-//! `group.version`, …) are unknown to kmock, as ApiVersions does not list them.
+//! `group.version`, …) are unknown to kmock, as ApiVersions does not list them, and so is
+//! `eligible.leader.replicas.version`, which ApiVersions lists (finalized 1) from 4.1: an
+//! update of it is refused as a feature the controller does not support, where Kafka checks
+//! it as it checks `transaction.version` (levels 0–1).
 
 use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
 use kafka_protocol::messages::{UpdateFeaturesRequest, UpdateFeaturesResponse};

@@ -58,7 +58,9 @@ pub struct ClusterState {
     /// Transactions, as their coordinators know them ([`txn`]).
     pub transactions: txn::Transactions,
     /// Dynamic broker configs set by AlterConfigs and IncrementalAlterConfigs, by resource name
-    /// (a node id, or `""` for the cluster-wide default), as Kafka's controller stores them.
+    /// (a node id, or `""` for the cluster-wide default), as Kafka's controller stores them;
+    /// from Kafka 4.1 a fresh state holds the cluster-level `min.insync.replicas`
+    /// ([`MIN_INSYNC_REPLICAS`], Eligible Leader Replicas).
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Client quotas set by AlterClientQuotas, and the byte rates measured against them.
     pub client_quotas: quotas::ClientQuotas,
@@ -113,7 +115,7 @@ impl ClusterState {
             producers: ProducerIds::default(),
             groups: groups::Groups::default(),
             transactions: txn::Transactions::default(),
-            broker_configs: BTreeMap::new(),
+            broker_configs: initial_broker_configs(placement.kafka_version),
             client_quotas: quotas::ClientQuotas::default(),
             stored: segments::StoredTotal::default(),
             kafka_version: placement.kafka_version,
@@ -344,6 +346,25 @@ pub fn too_many_records() -> CreateTopicError {
 fn collision_name(name: &str) -> String {
     name.replace('.', "_")
 }
+
+/// The dynamic broker configs of a fresh cluster, by resource name (`""`: the cluster level):
+/// from Kafka 4.1, whose new clusters enable Eligible Leader Replicas (KIP-966,
+/// `eligible.leader.replicas.version=1`), the cluster-level `min.insync.replicas`, stored when
+/// the cluster is formatted from the static value (1, kmock's and `fixtures/kafka/kafka.sh`'s),
+/// which Kafka 4.4.0 describes with source DYNAMIC_DEFAULT_BROKER_CONFIG; none before 4.1.
+fn initial_broker_configs(
+    kafka_version: KafkaVersion,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    if kafka_version < KafkaVersion::V4_1 {
+        return BTreeMap::new();
+    }
+    let cluster = BTreeMap::from([(MIN_INSYNC_REPLICAS.to_owned(), "1".to_owned())]);
+    BTreeMap::from([(String::new(), cluster)])
+}
+
+/// Kafka's name of the config whose cluster-level value Eligible Leader Replicas keeps
+/// ([`initial_broker_configs`]).
+pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,8 @@
 //!
 //! - **Rolling** (`UnifiedLog.maybeRoll`, `LogSegment.shouldRoll`), before a batch is appended:
 //!   a new segment starts at the batch when the active segment's size plus the batch's passes
-//!   `segment.bytes`, or when the active segment is not empty and the batch's largest timestamp
+//!   `segment.bytes` (`internal.segment.bytes` instead when the topic sets it, Kafka 4.x's
+//!   `LogConfig.segmentSize()`; 0 or less rolls before every batch), or when the active segment is not empty and the batch's largest timestamp
 //!   is more than `segment.ms` after the active segment's first batch's (its creation time's,
 //!   measured to now, when that timestamp is negative). `segment.jitter.ms` is 0 (Kafka's
 //!   default; kmock does not know the config). Kafka also rolls when a segment's offset or time
@@ -40,8 +41,8 @@ use std::sync::Arc;
 /// What decides a log's segments and its retention: the topic's configs, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogPolicy {
-    /// `segment.bytes`: the most bytes of batches a segment holds (a bigger batch gets a
-    /// segment to itself).
+    /// `segment.bytes`, or `internal.segment.bytes` when set: the most bytes of batches a
+    /// segment holds (a bigger batch gets a segment to itself).
     pub segment_bytes: i64,
     /// `segment.ms`: ms of record time after a segment's first batch beyond which a batch starts
     /// a new segment.

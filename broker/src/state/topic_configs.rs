@@ -9,6 +9,10 @@ use crate::KafkaVersion;
 /// The least `segment.bytes` Kafka 4.0 and later accept (KIP-1030: 1 MiB).
 pub const MIN_SEGMENT_BYTES_4_0: i32 = 1024 * 1024;
 
+/// The topic config that, when set, replaces `segment.bytes` as the size at which a segment
+/// rolls (Kafka 4.0 and later, `LogConfig.segmentSize()`); described only when set.
+pub const INTERNAL_SEGMENT_BYTES: &str = "internal.segment.bytes";
+
 /// Topic configs kmock knows, with Kafka's defaults. Creating a topic with any other config name
 /// is refused with INVALID_CONFIG, as Kafka refuses unknown topic configs.
 pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
@@ -29,7 +33,8 @@ pub const TOPIC_CONFIG_DEFAULTS: &[(&str, &str)] = &[
 
 /// Checks topic configs given at creation or by the config APIs: known names, values of the
 /// right type and range (Kafka's `LogConfig` definitions) as release `kafka_version` checks
-/// them (`segment.bytes`: at least 14 before Kafka 4.0, at least 1 MiB from 4.0, KIP-1030).
+/// them (`segment.bytes`: at least 14 before Kafka 4.0, at least 1 MiB from 4.0, KIP-1030;
+/// [`INTERNAL_SEGMENT_BYTES`] from 4.0 only).
 ///
 /// # Errors
 /// A sentence naming the unknown config or bad value (answered as INVALID_CONFIG).
@@ -94,6 +99,16 @@ pub fn validate_configs(
                 )),
             },
             "segment.ms" => at_least(1),
+            // Kafka 4.x's `LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG` (KIP-1030's way to small
+            // segments below `segment.bytes`' 1 MiB): an INT with no range, 0 and negatives
+            // included, accepted by CreateTopics and both config APIs (case
+            // `internal_segment_bytes`); no such config before 4.0.
+            INTERNAL_SEGMENT_BYTES if kafka_version >= KafkaVersion::V4_0 => {
+                match value.trim().parse::<i32>() {
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(format!("{name} must be an integer, not {value:?}")),
+                }
+            }
             _ => Err(format!("unknown topic config {name:?}")),
         }?;
     }
@@ -143,7 +158,11 @@ impl ParsedConfigs {
                 bound("message.timestamp.after.max.ms"),
             ),
             log_policy: LogPolicy {
-                segment_bytes: number("segment.bytes"),
+                // `internal.segment.bytes` when set, as Kafka's `LogConfig.segmentSize()`.
+                segment_bytes: match configs.get(INTERNAL_SEGMENT_BYTES) {
+                    Some(v) => v.trim().parse::<i64>().unwrap_or(0),
+                    None => number("segment.bytes"),
+                },
                 segment_ms: number("segment.ms"),
                 retention_bytes: number("retention.bytes"),
                 retention_ms: number("retention.ms"),

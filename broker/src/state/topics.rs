@@ -10,7 +10,7 @@ use super::log::{Appended, PartitionLog};
 use super::producer_state::{ProducerStates, Verdict, WithoutState};
 use super::segments::StoredTotal;
 use super::topic_configs::{effective, ParsedConfigs};
-pub use super::topic_configs::{validate_configs, TOPIC_CONFIG_DEFAULTS};
+pub use super::topic_configs::{validate_configs, INTERNAL_SEGMENT_BYTES, TOPIC_CONFIG_DEFAULTS};
 
 /// What one retention check deleted from a partition's log ([`Partition::delete_old_segments`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

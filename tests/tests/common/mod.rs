@@ -58,6 +58,17 @@ pub async fn start(brokers: usize, topics: &[&str], partitions: i32) -> Result<(
     Ok((cluster, client))
 }
 
+/// A one-broker cluster emulating Kafka release `version` (`"4.1"`), and a client connected
+/// to it.
+pub async fn emulating(version: &str) -> Result<(Cluster, Client)> {
+    let cluster = Cluster::builder()
+        .kafka_version(version.parse()?)
+        .start()
+        .await?;
+    let client = Client::connect(cluster.brokers()[0].addr).await?;
+    Ok((cluster, client))
+}
+
 /// Waits until the journal's last entry is answered (the journal completes an entry as its
 /// answer is sent, so a client may hold the answer before the journal does), with a generous
 /// guard that only catches a hang. Requests of one connection are answered in order, so the
