@@ -271,3 +271,76 @@ fn a_consumer_member_fenced_by_its_session_timeout_downgrades_the_group_too() {
         ("classic", "m")
     );
 }
+
+/// A consumer group of a classic member and the consumer-protocol static member `m` with
+/// instance id `i`.
+fn with_static_consumer_member(g: &mut Groups, now: Instant) -> String {
+    let (classic, _) = stable_classic(g, now);
+    let join = HeartbeatRequest {
+        instance_id: Some("i".to_owned()),
+        ..modern_join("m")
+    };
+    g.consumer_heartbeat(join, &topics(), now).unwrap();
+    g.take_conversions();
+    classic
+}
+
+fn static_classic_join(member_id: &str) -> JoinRequest {
+    JoinRequest {
+        group_instance_id: Some("i".to_owned()),
+        ..classic_join(member_id)
+    }
+}
+
+#[test]
+fn a_classic_static_member_replaces_a_consumer_member_and_the_group_stays_without_downgrade() {
+    let (mut g, now) = (groups(MigrationPolicy::Upgrade), Instant::now());
+    with_static_consumer_member(&mut g, now);
+    let joined = answered(g.join_with(static_classic_join(""), &topics(), now));
+    assert_eq!(joined.error, None);
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    // Reconciled at once to the group epoch, as any classic join.
+    assert_eq!(joined.generation_id, cg.group_epoch);
+    assert_eq!(cg.members.len(), 2);
+    assert!(!cg.members.contains_key("m"));
+    let moved = &cg.members[&joined.member_id];
+    assert_eq!(moved.instance_id.as_deref(), Some("i"));
+    assert!(moved.classic.is_some());
+    assert!(g.take_conversions().is_empty());
+}
+
+#[test]
+fn a_classic_static_member_replacing_the_last_consumer_member_downgrades_the_group() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    let classic = with_static_consumer_member(&mut g, now);
+    let joined = answered(g.join_with(static_classic_join(""), &topics(), now));
+    assert_eq!(joined.error, Some(ResponseError::RebalanceInProgress));
+    let group = g.get("g").unwrap();
+    assert_eq!(group.group_type(), "classic");
+    assert_eq!(group.state(), GroupState::PreparingRebalance);
+    let mut ids: Vec<String> = group.members().into_iter().map(|m| m.0).collect();
+    ids.sort();
+    let mut want = vec![classic.clone(), joined.member_id.clone()];
+    want.sort();
+    assert_eq!(ids, want);
+    let conversions = g.take_conversions();
+    assert_eq!(conversions.len(), 1);
+    assert_eq!(conversions[0].to, "classic");
+}
+
+#[test]
+fn a_classic_static_join_with_a_member_id_must_own_its_instance() {
+    let (mut g, now) = (groups(MigrationPolicy::Upgrade), Instant::now());
+    let classic = with_static_consumer_member(&mut g, now);
+    let fenced = answered(g.join_with(static_classic_join("other"), &topics(), now));
+    assert_eq!(fenced.error, Some(ResponseError::FencedInstanceId));
+    let unknown = JoinRequest {
+        group_instance_id: Some("unknown".to_owned()),
+        ..classic_join(&classic)
+    };
+    let unknown = answered(g.join_with(unknown, &topics(), now));
+    assert_eq!(unknown.error, Some(ResponseError::UnknownMemberId));
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    assert_eq!(cg.members.len(), 2);
+    assert!(cg.members["m"].classic.is_none());
+}

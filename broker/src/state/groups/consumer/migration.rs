@@ -5,7 +5,7 @@
 //! consumer protocol's embedded subscription and assignment bytes both read and write. What the
 //! classic members do in between is in [`super::classic`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
@@ -268,8 +268,7 @@ pub(crate) fn upgrade(
 }
 
 /// Fences the `leaving` members (Kafka's `consumerGroupFenceMembers`: the group epoch moves
-/// once), or, when they include a consumer-protocol member and every other member speaks the
-/// classic protocol and `policy` allows, converts the group back to a classic group without
+/// once), or, when every other member speaks the classic protocol and `policy` allows, converts the group back to a classic group without
 /// them and starts a rebalance (`convertToClassicGroup`). Returns whether the group was
 /// downgraded.
 pub(crate) fn fence_or_downgrade(
@@ -281,12 +280,11 @@ pub(crate) fn fence_or_downgrade(
     let Some(cg) = group.consumer.as_deref_mut() else {
         return false;
     };
-    let gone = |id: &str| leaving.contains(&id);
+    let leaving_set: HashSet<&str> = leaving.iter().copied().collect();
+    let gone = |id: &str| leaving_set.contains(id);
+    // Kafka's `validateOnlineDowngradeWithFencedMembers`: every member left after the leavers
+    // uses the classic protocol (`allMembersUseClassicProtocolExcept`).
     let downgrade = policy.downgrade_enabled()
-        && cg
-            .members
-            .iter()
-            .any(|(id, m)| gone(id) && m.classic.is_none())
         && cg.members.keys().any(|id| !gone(id))
         && cg
             .members
