@@ -344,3 +344,19 @@ fn a_classic_static_join_with_a_member_id_must_own_its_instance() {
     assert_eq!(cg.members.len(), 2);
     assert!(cg.members["m"].classic.is_none());
 }
+
+#[test]
+fn a_refused_heartbeat_leaves_the_classic_group_as_it_was() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    g.consumer_config.max_size = 1;
+    let (classic, generation) = stable_classic(&mut g, now);
+    let refused = g
+        .consumer_heartbeat(modern_join("m"), &topics(), now)
+        .unwrap_err();
+    assert_eq!(refused.0, ResponseError::GroupMaxSizeReached);
+    let group = g.get("g").unwrap();
+    assert_eq!(group.group_type(), "classic");
+    assert_eq!(group.state(), GroupState::Stable);
+    assert!(g.take_conversions().is_empty());
+    assert_eq!(g.heartbeat("g", generation, &classic, None, now), Ok(()));
+}
