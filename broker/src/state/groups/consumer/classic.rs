@@ -365,6 +365,8 @@ impl Groups {
                 .collect();
         };
         let mut leaving: Vec<String> = Vec::new();
+        // Deduplicated through a set: a LeaveGroup of many members stays linear.
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         let answers = members
             .iter()
             .map(|(member_id, instance)| {
@@ -384,7 +386,7 @@ impl Groups {
                 if !cg.members.contains_key(&id) {
                     return Err(ResponseError::UnknownMemberId);
                 }
-                if !leaving.contains(&id) {
+                if seen.insert(id.clone()) {
                     leaving.push(id);
                 }
                 Ok(())

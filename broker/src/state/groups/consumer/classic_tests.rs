@@ -360,3 +360,29 @@ fn a_refused_heartbeat_leaves_the_classic_group_as_it_was() {
     assert!(g.take_conversions().is_empty());
     assert_eq!(g.heartbeat("g", generation, &classic, None, now), Ok(()));
 }
+
+#[test]
+fn a_leave_group_of_many_members_named_twice_fences_each_once_and_moves_the_epoch_once() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    g.consumer_config.max_size = 1000;
+    stable_classic(&mut g, now);
+    g.consumer_heartbeat(modern_join("m"), &topics(), now)
+        .unwrap();
+    let joined: Vec<String> = (0..300)
+        .map(|_| answered(g.join_with(classic_join(""), &topics(), now)).member_id)
+        .collect();
+    let epoch = g.get("g").unwrap().consumer.as_deref().unwrap().group_epoch;
+    let leaving: Vec<(String, Option<String>)> = joined
+        .iter()
+        .chain(joined.iter())
+        .map(|id| (id.clone(), None))
+        .collect();
+    let answers = g.leave("g", &leaving, now);
+    assert_eq!(answers.len(), 600);
+    assert!(answers.iter().all(Result::is_ok));
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    // The first classic member and `m` stay: no downgrade.
+    assert_eq!(cg.members.len(), 2);
+    assert!(cg.members.contains_key("m"));
+    assert_eq!(cg.group_epoch, epoch + 1);
+}
