@@ -386,3 +386,23 @@ fn a_leave_group_of_many_members_named_twice_fences_each_once_and_moves_the_epoc
     assert!(cg.members.contains_key("m"));
     assert_eq!(cg.group_epoch, epoch + 1);
 }
+
+#[test]
+fn a_consumer_static_member_replaces_a_classic_member_holding_its_instance_id() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    stable_classic(&mut g, now);
+    g.consumer_heartbeat(modern_join("m"), &topics(), now)
+        .unwrap();
+    let classic = answered(g.join_with(static_classic_join(""), &topics(), now));
+    assert_eq!(classic.error, None);
+    let join = HeartbeatRequest {
+        instance_id: Some("i".to_owned()),
+        ..modern_join("n")
+    };
+    let answer = g.consumer_heartbeat(join, &topics(), now).unwrap();
+    assert_eq!(answer.member_id, "n");
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    assert!(!cg.members.contains_key(&classic.member_id));
+    assert!(cg.members["n"].classic.is_none());
+    assert_eq!(cg.members["n"].instance_id.as_deref(), Some("i"));
+}
