@@ -65,6 +65,29 @@ fn supports_classic(
     })
 }
 
+/// The JoinGroup answer of the classic member `member_id` of `cg`: its member epoch as the
+/// generation, no leader (Kafka's `classicGroupJoinToConsumerGroup`).
+fn answer(cg: &ConsumerGroup, member_id: String) -> JoinResult {
+    let member = &cg.members[&member_id];
+    let classic = member.classic.as_ref().expect("set above");
+    tracing::debug!(
+        member = member_id,
+        epoch = member.member_epoch,
+        "classic member joined a consumer group"
+    );
+    JoinResult {
+        error: None,
+        generation_id: member.member_epoch,
+        protocol_type: Some("consumer".to_owned()),
+        protocol_name: Some(classic.protocol_name().to_owned()),
+        leader: String::new(),
+        member_id,
+        members: Vec::new(),
+        skip_assignment: false,
+        closed: None,
+    }
+}
+
 /// The classic member `member_id` (with `instance_id`) of `cg`, as Kafka's
 /// `validateConsumerGroupMember` and `throwIfMemberDoesNotUseClassicProtocol`.
 fn classic_member<'a>(
@@ -135,17 +158,30 @@ impl Groups {
         else {
             return fail(ResponseError::InconsistentGroupProtocol);
         };
-        // A static member's new instance takes the old id's place.
+        // A static member's new instance (an empty member id) takes the old id's place; a
+        // known member id must own the instance (Kafka's `throwIfStaticMemberIsUnknown`,
+        // `throwIfInstanceIdIsFenced`).
+        let mut replaced_consumer_member = false;
         if let Some(instance) = &req.group_instance_id {
-            if let Some(old) = cg.static_member(instance).cloned() {
-                if old != member_id {
+            let owner = cg.static_member(instance).cloned();
+            if req.member_id.is_empty() {
+                if let Some(old) = owner {
                     let mut m = cg.members.remove(&old).expect("found above");
+                    replaced_consumer_member = m.classic.is_none();
                     m.member_epoch = 0;
                     m.previous_member_epoch = 0;
                     if let Some(t) = cg.target.remove(&old) {
                         cg.target.insert(member_id.clone(), t);
                     }
                     cg.members.insert(member_id.clone(), m);
+                }
+            } else {
+                match owner {
+                    None => return fail(ResponseError::UnknownMemberId),
+                    Some(owner) if owner != member_id => {
+                        return fail(ResponseError::FencedInstanceId)
+                    }
+                    Some(_) => {}
                 }
             }
         }
@@ -154,7 +190,7 @@ impl Groups {
             .members
             .entry(member_id.clone())
             .or_insert_with(|| ConsumerMember::new(now, config.session_timeout));
-        if member.classic.is_none() && !is_new {
+        if member.classic.is_none() && !is_new && !replaced_consumer_member {
             return fail(ResponseError::UnknownMemberId);
         }
         let session = Duration::from_millis(req.session_timeout_ms.max(0) as u64);
@@ -193,26 +229,28 @@ impl Groups {
             topics,
         );
         advance(cg, &member_id, bump, Some(&owned), topics, now, &config);
-        let member = &cg.members[&member_id];
-        let classic = member.classic.as_ref().expect("set above");
-        tracing::debug!(
-            member = member_id,
-            epoch = member.member_epoch,
-            "classic member joined a consumer group"
-        );
-        JoinResult {
-            error: None,
-            generation_id: member.member_epoch,
-            protocol_type: Some("consumer".to_owned()),
-            protocol_name: Some(classic.protocol_name().to_owned()),
-            leader: String::new(),
-            member_id,
-            members: Vec::new(),
-            skip_assignment: false,
-            closed: None,
+        if replaced_consumer_member {
+            // Kafka's `validateOnlineDowngradeWithReplacedMember`: the replaced member was the
+            // last consumer-protocol one, so the group goes back to classic and rebalances;
+            // the new instance is told to rejoin it.
+            let group = self.groups.get_mut(&req.group_id).expect("found above");
+            if super::migration::fence_or_downgrade(group, &[], config.migration_policy, now) {
+                self.conversions.push(crate::state::groups::Conversion {
+                    group_id: req.group_id.clone(),
+                    to: "classic",
+                    member_id: member_id.clone(),
+                });
+                return JoinResult::error(ResponseError::RebalanceInProgress, &member_id);
+            }
+            let cg = self
+                .groups
+                .get_mut(&req.group_id)
+                .and_then(|g| g.consumer.as_deref_mut())
+                .expect("not downgraded");
+            return answer(cg, member_id);
         }
+        answer(cg, member_id)
     }
-
     /// A SyncGroup to a consumer group (Kafka's `classicGroupSyncToConsumerGroup`): the
     /// member's current assignment.
     #[allow(clippy::too_many_arguments)]
@@ -328,6 +366,8 @@ impl Groups {
                 .collect();
         };
         let mut leaving: Vec<String> = Vec::new();
+        // Deduplicated through a set: a LeaveGroup of many members stays linear.
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         let answers = members
             .iter()
             .map(|(member_id, instance)| {
@@ -347,7 +387,7 @@ impl Groups {
                 if !cg.members.contains_key(&id) {
                     return Err(ResponseError::UnknownMemberId);
                 }
-                if !leaving.contains(&id) {
+                if seen.insert(id.clone()) {
                     leaving.push(id);
                 }
                 Ok(())

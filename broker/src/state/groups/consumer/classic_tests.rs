@@ -271,3 +271,138 @@ fn a_consumer_member_fenced_by_its_session_timeout_downgrades_the_group_too() {
         ("classic", "m")
     );
 }
+
+/// A consumer group of a classic member and the consumer-protocol static member `m` with
+/// instance id `i`.
+fn with_static_consumer_member(g: &mut Groups, now: Instant) -> String {
+    let (classic, _) = stable_classic(g, now);
+    let join = HeartbeatRequest {
+        instance_id: Some("i".to_owned()),
+        ..modern_join("m")
+    };
+    g.consumer_heartbeat(join, &topics(), now).unwrap();
+    g.take_conversions();
+    classic
+}
+
+fn static_classic_join(member_id: &str) -> JoinRequest {
+    JoinRequest {
+        group_instance_id: Some("i".to_owned()),
+        ..classic_join(member_id)
+    }
+}
+
+#[test]
+fn a_classic_static_member_replaces_a_consumer_member_and_the_group_stays_without_downgrade() {
+    let (mut g, now) = (groups(MigrationPolicy::Upgrade), Instant::now());
+    with_static_consumer_member(&mut g, now);
+    let joined = answered(g.join_with(static_classic_join(""), &topics(), now));
+    assert_eq!(joined.error, None);
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    // Reconciled at once to the group epoch, as any classic join.
+    assert_eq!(joined.generation_id, cg.group_epoch);
+    assert_eq!(cg.members.len(), 2);
+    assert!(!cg.members.contains_key("m"));
+    let moved = &cg.members[&joined.member_id];
+    assert_eq!(moved.instance_id.as_deref(), Some("i"));
+    assert!(moved.classic.is_some());
+    assert!(g.take_conversions().is_empty());
+}
+
+#[test]
+fn a_classic_static_member_replacing_the_last_consumer_member_downgrades_the_group() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    let classic = with_static_consumer_member(&mut g, now);
+    let joined = answered(g.join_with(static_classic_join(""), &topics(), now));
+    assert_eq!(joined.error, Some(ResponseError::RebalanceInProgress));
+    let group = g.get("g").unwrap();
+    assert_eq!(group.group_type(), "classic");
+    assert_eq!(group.state(), GroupState::PreparingRebalance);
+    let mut ids: Vec<String> = group.members().into_iter().map(|m| m.0).collect();
+    ids.sort();
+    let mut want = vec![classic.clone(), joined.member_id.clone()];
+    want.sort();
+    assert_eq!(ids, want);
+    let conversions = g.take_conversions();
+    assert_eq!(conversions.len(), 1);
+    assert_eq!(conversions[0].to, "classic");
+}
+
+#[test]
+fn a_classic_static_join_with_a_member_id_must_own_its_instance() {
+    let (mut g, now) = (groups(MigrationPolicy::Upgrade), Instant::now());
+    let classic = with_static_consumer_member(&mut g, now);
+    let fenced = answered(g.join_with(static_classic_join("other"), &topics(), now));
+    assert_eq!(fenced.error, Some(ResponseError::FencedInstanceId));
+    let unknown = JoinRequest {
+        group_instance_id: Some("unknown".to_owned()),
+        ..classic_join(&classic)
+    };
+    let unknown = answered(g.join_with(unknown, &topics(), now));
+    assert_eq!(unknown.error, Some(ResponseError::UnknownMemberId));
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    assert_eq!(cg.members.len(), 2);
+    assert!(cg.members["m"].classic.is_none());
+}
+
+#[test]
+fn a_refused_heartbeat_leaves_the_classic_group_as_it_was() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    g.consumer_config.max_size = 1;
+    let (classic, generation) = stable_classic(&mut g, now);
+    let refused = g
+        .consumer_heartbeat(modern_join("m"), &topics(), now)
+        .unwrap_err();
+    assert_eq!(refused.0, ResponseError::GroupMaxSizeReached);
+    let group = g.get("g").unwrap();
+    assert_eq!(group.group_type(), "classic");
+    assert_eq!(group.state(), GroupState::Stable);
+    assert!(g.take_conversions().is_empty());
+    assert_eq!(g.heartbeat("g", generation, &classic, None, now), Ok(()));
+}
+
+#[test]
+fn a_leave_group_of_many_members_named_twice_fences_each_once_and_moves_the_epoch_once() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    g.consumer_config.max_size = 1000;
+    stable_classic(&mut g, now);
+    g.consumer_heartbeat(modern_join("m"), &topics(), now)
+        .unwrap();
+    let joined: Vec<String> = (0..300)
+        .map(|_| answered(g.join_with(classic_join(""), &topics(), now)).member_id)
+        .collect();
+    let epoch = g.get("g").unwrap().consumer.as_deref().unwrap().group_epoch;
+    let leaving: Vec<(String, Option<String>)> = joined
+        .iter()
+        .chain(joined.iter())
+        .map(|id| (id.clone(), None))
+        .collect();
+    let answers = g.leave("g", &leaving, now);
+    assert_eq!(answers.len(), 600);
+    assert!(answers.iter().all(Result::is_ok));
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    // The first classic member and `m` stay: no downgrade.
+    assert_eq!(cg.members.len(), 2);
+    assert!(cg.members.contains_key("m"));
+    assert_eq!(cg.group_epoch, epoch + 1);
+}
+
+#[test]
+fn a_consumer_static_member_replaces_a_classic_member_holding_its_instance_id() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    stable_classic(&mut g, now);
+    g.consumer_heartbeat(modern_join("m"), &topics(), now)
+        .unwrap();
+    let classic = answered(g.join_with(static_classic_join(""), &topics(), now));
+    assert_eq!(classic.error, None);
+    let join = HeartbeatRequest {
+        instance_id: Some("i".to_owned()),
+        ..modern_join("n")
+    };
+    let answer = g.consumer_heartbeat(join, &topics(), now).unwrap();
+    assert_eq!(answer.member_id, "n");
+    let cg = g.get("g").unwrap().consumer.as_deref().unwrap();
+    assert!(!cg.members.contains_key(&classic.member_id));
+    assert!(cg.members["n"].classic.is_none());
+    assert_eq!(cg.members["n"].instance_id.as_deref(), Some("i"));
+}

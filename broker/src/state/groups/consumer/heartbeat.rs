@@ -181,6 +181,9 @@ impl Groups {
                 .or_insert_with(Group::new),
             Some(g) => g,
         };
+        // A classic group becomes a consumer group only once this heartbeat passes its checks
+        // (group size, member, epochs, regex): until then the conversion is a copy.
+        let mut converted: Option<Box<super::ConsumerGroup>> = None;
         if group.consumer.is_none() {
             // An empty classic group is replaced (its offsets stay); a live one is upgraded
             // when the policy allows ([`super::migration::upgrade`]).
@@ -190,25 +193,25 @@ impl Groups {
                     format!("Group {group_id} is not a consumer group."),
                 );
             }
-            if group.state == GroupState::Empty && group.members.is_empty() {
-                group.consumer = Some(Box::default());
-            } else {
-                super::migration::upgrade(
-                    group,
-                    &group_id,
-                    config.migration_policy,
-                    config.max_size,
-                    topics,
-                    now,
-                )?;
-                self.conversions.push(crate::state::groups::Conversion {
-                    group_id: group_id.clone(),
-                    to: "consumer",
-                    member_id: req.member_id.clone(),
-                });
-            }
+            converted = Some(
+                if group.state == GroupState::Empty && group.members.is_empty() {
+                    Box::default()
+                } else {
+                    Box::new(super::migration::upgraded(
+                        group,
+                        &group_id,
+                        config.migration_policy,
+                        config.max_size,
+                        topics,
+                        now,
+                    )?)
+                },
+            );
         }
-        let cg = group.consumer.as_mut().expect("set above");
+        let cg = match converted.as_deref_mut() {
+            Some(cg) => cg,
+            None => group.consumer.as_deref_mut().expect("a consumer group"),
+        };
         if cg.members.len() >= config.max_size
             && (req.member_id.is_empty() || !cg.members.contains_key(&req.member_id))
         {
@@ -239,6 +242,18 @@ impl Groups {
                 compiled_or_refusal(&mut compiled, r)?;
             }
         }
+        if let Some(cg) = converted {
+            let upgraded = group.state != GroupState::Empty || !group.members.is_empty();
+            super::migration::install(group, cg, &group_id);
+            if upgraded {
+                self.conversions.push(crate::state::groups::Conversion {
+                    group_id: group_id.clone(),
+                    to: "consumer",
+                    member_id: req.member_id.clone(),
+                });
+            }
+        }
+        let cg = group.consumer.as_deref_mut().expect("a consumer group");
         let is_new = fresh.is_some();
         if let Some(member) = fresh {
             cg.members.insert(member_id.clone(), member);

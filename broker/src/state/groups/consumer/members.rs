@@ -48,7 +48,10 @@ pub(super) fn member_for(
             format!("Instance id {instance} is unknown."),
         ),
         Some(old) if create => {
-            if cg.members[&old].member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+            // Kafka 4.4's `getOrMaybeSubscribeStaticConsumerGroupMember` checks the release
+            // only when the owner uses the consumer protocol too; a classic owner is replaced.
+            let owner = &cg.members[&old];
+            if owner.classic.is_none() && owner.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
                 return refuse(
                     ResponseError::UnreleasedInstanceId,
                     format!(
@@ -59,6 +62,7 @@ pub(super) fn member_for(
             let mut member = cg.members.remove(&old).expect("found above");
             member.member_epoch = 0;
             member.previous_member_epoch = 0;
+            member.classic = None;
             if let Some(target) = cg.target.remove(&old) {
                 cg.target.insert(member_id.to_owned(), target);
             }

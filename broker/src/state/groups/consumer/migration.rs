@@ -5,7 +5,7 @@
 //! consumer protocol's embedded subscription and assignment bytes both read and write. What the
 //! classic members do in between is in [`super::classic`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
@@ -172,19 +172,20 @@ pub(super) fn encode_assignment(
     buf.freeze()
 }
 
-/// Converts the live classic `group` to a consumer group (see the module header), or refuses
-/// as Kafka's `validateOnlineUpgrade` and `convertToConsumerGroup` do.
+/// The consumer group the live classic `group` converts to (see the module header), or the
+/// refusal of Kafka's `validateOnlineUpgrade` and `convertToConsumerGroup`; `group` is left as
+/// it is until [`install`] (a heartbeat refused later leaves the classic group).
 ///
 /// # Errors
 /// GROUP_ID_NOT_FOUND with Kafka's message.
-pub(crate) fn upgrade(
-    group: &mut Group,
+pub(crate) fn upgraded(
+    group: &Group,
     group_id: &str,
     policy: MigrationPolicy,
     max_size: usize,
     topics: &impl TopicIndex,
     now: Instant,
-) -> Result<(), Refusal> {
+) -> Result<ConsumerGroup, Refusal> {
     let cannot = |why: &str| {
         refuse(
             ResponseError::GroupIdNotFound,
@@ -246,6 +247,11 @@ pub(crate) fn upgrade(
         cg.members.insert(id.clone(), member);
     }
     cg.subscription_metadata = super::subscriptions::subscription_metadata(&cg, topics);
+    Ok(cg)
+}
+
+/// Replaces the classic `group` by `cg` (from [`upgraded`]), keeping its offsets.
+pub(crate) fn install(group: &mut Group, cg: Box<ConsumerGroup>, group_id: &str) {
     // Requests waiting on the classic rebalance are told to rejoin (Kafka's
     // `completeAllJoinFutures` / `completeAllSyncFutures`).
     for (id, m) in &mut group.members {
@@ -259,17 +265,15 @@ pub(crate) fn upgrade(
     let offsets = std::mem::take(&mut group.offsets);
     *group = Group::new();
     group.offsets = offsets;
-    group.consumer = Some(Box::new(cg));
+    group.consumer = Some(cg);
     tracing::info!(
         group = group_id,
         "classic group upgraded to a consumer group"
     );
-    Ok(())
 }
 
 /// Fences the `leaving` members (Kafka's `consumerGroupFenceMembers`: the group epoch moves
-/// once), or, when they include a consumer-protocol member and every other member speaks the
-/// classic protocol and `policy` allows, converts the group back to a classic group without
+/// once), or, when every other member speaks the classic protocol and `policy` allows, converts the group back to a classic group without
 /// them and starts a rebalance (`convertToClassicGroup`). Returns whether the group was
 /// downgraded.
 pub(crate) fn fence_or_downgrade(
@@ -281,12 +285,11 @@ pub(crate) fn fence_or_downgrade(
     let Some(cg) = group.consumer.as_deref_mut() else {
         return false;
     };
-    let gone = |id: &str| leaving.contains(&id);
+    let leaving_set: HashSet<&str> = leaving.iter().copied().collect();
+    let gone = |id: &str| leaving_set.contains(id);
+    // Kafka's `validateOnlineDowngradeWithFencedMembers`: every member left after the leavers
+    // uses the classic protocol (`allMembersUseClassicProtocolExcept`).
     let downgrade = policy.downgrade_enabled()
-        && cg
-            .members
-            .iter()
-            .any(|(id, m)| gone(id) && m.classic.is_none())
         && cg.members.keys().any(|id| !gone(id))
         && cg
             .members
