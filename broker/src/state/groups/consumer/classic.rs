@@ -9,6 +9,7 @@
 //! within its rebalance timeout, and sync within it after joining, or it is fenced (Kafka's
 //! join and sync timeouts); its session timeout is its JoinGroup's.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -44,7 +45,11 @@ impl ClassicMember {
 }
 
 /// Kafka's `ConsumerGroup.supportsClassicProtocols`: the `consumer` protocol type, and a
-/// protocol every classic member supports.
+/// protocol named as many times by the classic members as there are classic members (Kafka's
+/// `classicProtocolMembersSupportedProtocols` counts a protocol each time a member names it,
+/// a name given twice counting twice). Kafka keeps the counts as members come and go; kmock
+/// counts per join, in one pass over the classic members' protocols (linear in the group, not
+/// members × protocols × the request's protocols).
 fn supports_classic(
     cg: &ConsumerGroup,
     protocol_type: &str,
@@ -56,13 +61,17 @@ fn supports_classic(
     if cg.members.is_empty() {
         return !protocols.is_empty();
     }
-    protocols.iter().any(|(name, _)| {
-        cg.members.values().all(|m| {
-            m.classic
-                .as_ref()
-                .is_none_or(|c| c.protocols.iter().any(|(n, _)| n == name))
-        })
-    })
+    let mut classic_members = 0;
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for classic in cg.members.values().filter_map(|m| m.classic.as_ref()) {
+        classic_members += 1;
+        for (name, _) in &classic.protocols {
+            *counts.entry(name.as_str()).or_default() += 1;
+        }
+    }
+    protocols
+        .iter()
+        .any(|(name, _)| counts.get(name.as_str()).copied().unwrap_or(0) == classic_members)
 }
 
 /// The JoinGroup answer of the classic member `member_id` of `cg`: its member epoch as the

@@ -406,3 +406,26 @@ fn a_consumer_static_member_replaces_a_classic_member_holding_its_instance_id() 
     assert!(cg.members["n"].classic.is_none());
     assert_eq!(cg.members["n"].instance_id.as_deref(), Some("i"));
 }
+
+#[test]
+fn a_classic_join_to_a_consumer_group_needs_a_protocol_every_classic_member_names() {
+    let (mut g, now) = (groups(MigrationPolicy::Bidirectional), Instant::now());
+    stable_classic(&mut g, now);
+    g.consumer_heartbeat(modern_join("m"), &topics(), now)
+        .unwrap();
+    let with = |protocols: &[&str]| JoinRequest {
+        protocols: protocols
+            .iter()
+            .map(|p| ((*p).to_owned(), subscription()))
+            .collect(),
+        ..classic_join("")
+    };
+    // The classic member names only `range`; the consumer-protocol member does not count.
+    let refused = answered(g.join_with(with(&["roundrobin"]), &topics(), now));
+    assert_eq!(
+        refused.error,
+        Some(ResponseError::InconsistentGroupProtocol)
+    );
+    let joined = answered(g.join_with(with(&["roundrobin", "range"]), &topics(), now));
+    assert_ne!(joined.error, Some(ResponseError::InconsistentGroupProtocol));
+}
