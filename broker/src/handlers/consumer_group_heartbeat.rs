@@ -45,9 +45,7 @@
 //! and what each group keeps); regexes are resolved without
 //! `group.consumer.regex.refresh.interval.ms` (resolved again every 10 s while some heartbeat
 //! comes, not only after new topics or 10 minutes: the result is the same) and without ACLs (Kafka
-//! drops the topics a member may not describe); an upgrade the heartbeat then refuses (the
-//! converted group full, a member epoch or instance id refused) leaves the group converted, where
-//! Kafka writes none of it; the upgrade's refusal of a custom classic assignor (Kafka 4.4's
+//! drops the topics a member may not describe); the upgrade's refusal of a custom classic assignor (Kafka 4.4's
 //! "unsupported custom assignor" message) is not made; a classic group still in its first
 //! rebalance (no protocol chosen yet) is refused as malformed ("… because the embedded consumer
 //! protocol is malformed."), where Kafka fails otherwise (unverified); the

@@ -22,9 +22,11 @@
 //! member epoch after its reconciliation as the generation, protocol type `consumer`, its first
 //! protocol, no leader and no member list.
 //!
-//! Deviations from Apache Kafka: a static classic member (`group.instance.id`) replacing another
-//! instance in a consumer group takes its place without Kafka's downgrade of the group when the
-//! replaced one was its last consumer-protocol member; no initial rebalance delay (Kafka waits
+//! Deviations from Apache Kafka: a static classic member (`group.instance.id`) replacing the
+//! last consumer-protocol member of a consumer group downgrades the group as Kafka does, and its
+//! JoinGroup is answered REBALANCE_IN_PROGRESS to rejoin the classic group (Kafka's answer there
+//! not verified), without Kafka's `classic.group.max.size` condition on the downgrade; no
+//! initial rebalance delay (Kafka waits
 //! `group.initial.rebalance.delay.ms`, 3 s, before completing the first rebalance of an empty
 //! group). A join whose member has no candidate protocol to vote for when the rebalance
 //! completes (protocols are counted with duplicates, as Kafka's `ClassicGroup` counts them, so
