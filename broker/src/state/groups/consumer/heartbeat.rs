@@ -186,7 +186,7 @@ impl Groups {
         let mut converted: Option<Box<super::ConsumerGroup>> = None;
         if group.consumer.is_none() {
             // An empty classic group is replaced (its offsets stay); a live one is upgraded
-            // when the policy allows ([`super::migration::upgrade`]).
+            // when the policy allows ([`super::migration::upgraded`]).
             if !create {
                 return refuse(
                     ResponseError::GroupIdNotFound,

@@ -1,6 +1,7 @@
 //! KIP-848's online migration between a classic group and a consumer group, as Kafka 4.4's
 //! `GroupMetadataManager` runs it under `group.consumer.migration.policy` ([`MigrationPolicy`]):
-//! the upgrade of a live classic group by a joining ConsumerGroupHeartbeat ([`upgrade`]), the
+//! the upgrade of a live classic group by a joining ConsumerGroupHeartbeat ([`upgraded`], then
+//! [`install`] once the heartbeat is accepted), the
 //! downgrade when the last consumer-protocol member leaves ([`fence_or_downgrade`]), and the
 //! consumer protocol's embedded subscription and assignment bytes both read and write. What the
 //! classic members do in between is in [`super::classic`].
