@@ -38,6 +38,7 @@ async fn a_stale_commit_arriving_after_a_newer_one_is_an_offset_commit_regressio
     // The motivating bug: B's {p0→12, p1→21} arrives, then A's stale {p0→11}.
     b.send(commit(&[(0, 12), (1, 21)]), 8).await.unwrap();
     a.send(commit(&[(0, 11)]), 8).await.unwrap();
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(kinds(&report), ["offset-commit-regression"], "{report}");
     let v = &report.violations[0];
@@ -65,6 +66,7 @@ async fn commits_that_only_move_forward_are_clean() {
             .await
             .unwrap();
     }
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 
@@ -73,6 +75,7 @@ async fn an_intentional_reset_can_be_allowed() {
     let (cluster, client) = setup().await;
     client.send(commit(&[(0, 12)]), 8).await.unwrap();
     client.send(commit(&[(0, 0)]), 8).await.unwrap();
+    cluster.settled().await;
     assert!(!cluster.check(&Checks::default()).is_clean());
     cluster
         .check(&Checks::default().allow_regression("billing", "t", 0))
@@ -88,6 +91,7 @@ async fn sequence_kinds(batches: &[Batch]) -> (Report, Vec<String>) {
     for &(epoch, first, count) in batches {
         client.send(batch(epoch, first, count), 9).await.unwrap();
     }
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     let kinds = kinds(&report).into_iter().map(str::to_owned).collect();
     (report, kinds)
@@ -137,6 +141,7 @@ async fn more_produce_requests_in_flight_than_the_limit_is_inflight_exceeded() {
             0
         );
     }
+    cluster.settled().await;
     let report = cluster.check(
         &Checks::only(["inflight-exceeded"])
             .unwrap()
@@ -169,6 +174,7 @@ async fn assert_clean_panics_listing_the_violations() {
     let (cluster, client) = setup().await;
     client.send(commit(&[(0, 2)]), 8).await.unwrap();
     client.send(commit(&[(0, 1)]), 8).await.unwrap();
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 
@@ -247,6 +253,7 @@ async fn a_commit_outside_the_members_assignment_and_one_from_an_old_generation_
     a.send(member_commit(generation, &member, 0, 6), 8)
         .await
         .unwrap(); // stale generation
+    cluster.settled().await;
     let report = cluster.check(
         &Checks::only(["commit-for-unassigned-partition", "stale-generation-commit"]).unwrap(),
     );
@@ -309,6 +316,7 @@ async fn commit_scope_group_compares_commits_across_generations_and_members() {
     );
     stored(a.send(member_commit(next, &member, 0, 5), 8).await.unwrap());
     let regression = || Checks::only(["offset-commit-regression"]).unwrap();
+    cluster.settled().await;
     cluster.check(&regression()).assert_clean();
     let report = cluster.check(&regression().commit_scope(kmock::check::CommitScope::Group));
     assert_eq!(kinds(&report), ["offset-commit-regression"], "{report}");
@@ -338,6 +346,7 @@ async fn a_member_committing_while_another_joins_is_not_stale() {
         assert_eq!(answer.topics[0].partitions[0].error_code, 0);
         group::join(&a, &member).await
     });
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 
@@ -354,6 +363,7 @@ async fn a_batch_split_after_message_too_large_is_not_a_re_batched_retry() {
     for (first, count) in [(0, 2), (2, 4), (2, 2), (4, 2)] {
         client.send(batch(0, first, count), 9).await.unwrap();
     }
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 
@@ -370,6 +380,7 @@ async fn a_gap_after_a_batch_lost_with_its_connection_is_named() {
     );
     let again = Client::connect(cluster.brokers()[0].addr).await.unwrap();
     again.send(batch(0, 2, 1), 9).await.unwrap(); // skips the lost sequence 1
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(kinds(&report), ["sequence-gap"], "{report}");
 }
@@ -400,6 +411,7 @@ async fn a_batch_cut_off_behind_a_dropped_one_and_retried_in_order_is_clean() {
         let answer = again.send(batch(0, first, 1), 9).await.unwrap();
         assert_eq!(answer.responses[0].partition_responses[0].error_code, 0);
     }
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 
@@ -413,6 +425,7 @@ async fn sequences_wrapping_past_i32_max_are_in_order() {
             "batch from {first}"
         );
     }
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 
@@ -433,6 +446,7 @@ async fn a_stale_commit_after_one_applied_but_unanswered_is_a_regression() {
     );
     let again = Client::connect(cluster.brokers()[0].addr).await.unwrap();
     again.send(commit(&[(0, 11)]), 8).await.unwrap();
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(kinds(&report), ["offset-commit-regression"], "{report}");
 }
@@ -453,12 +467,14 @@ async fn a_topic_deleted_and_created_again_is_not_a_lost_write() {
         )
         .await
         .unwrap();
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
     // Offset 0 of the new t holds another producer's batch: the first write was to the old t.
     cluster.create_topic("t", 2).unwrap();
     let answer = client.send(batch(0, 0, 1), 9).await.unwrap();
     let stored = &answer.responses[0].partition_responses[0];
     assert_eq!((stored.error_code, stored.base_offset), (0, 0));
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 

@@ -74,6 +74,7 @@ async fn a_refused_batch_resent_after_a_later_one_is_a_reorder_on_retry() {
     assert_eq!(produce(&client, &records(0, 3)).await, NOT_LEADER);
     assert_eq!(produce(&client, &records(3, 2)).await, 0, "later records");
     assert_eq!(produce(&client, &records(0, 3)).await, 0, "the resend");
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     let seqs = produce_seqs(&cluster);
     assert_eq!(retries(&report), std::slice::from_ref(&seqs), "{report}");
@@ -108,6 +109,7 @@ async fn a_refused_batch_resent_before_anything_later_is_in_order() {
     // The resend re-batched with the next records, as Sarama does, then more.
     assert_eq!(produce(&client, &records(0, 5)).await, 0);
     assert_eq!(produce(&client, &records(5, 2)).await, 0);
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
 }
 
@@ -127,6 +129,7 @@ async fn a_batch_in_between_not_produced_after_the_refused_one_is_no_verdict() {
     // cannot tell it was produced later.
     assert_eq!(produce(&client, &records(0, 2)).await, 0);
     assert_eq!(produce(&client, &records(10, 3)).await, 0);
+    cluster.settled().await;
     cluster.check(&only(&["reorder-on-retry"])).assert_clean();
 }
 
@@ -145,6 +148,7 @@ async fn a_batch_lost_with_its_connection_resent_on_a_new_one_after_later_record
     let second = connect(&cluster, "p").await;
     assert_eq!(produce(&second, &records(3, 2)).await, 0);
     assert_eq!(produce(&second, &records(0, 3)).await, 0);
+    cluster.settled().await;
     let report = cluster.check(&only(&["reorder-on-retry"]));
     assert_eq!(retries(&report), [produce_seqs(&cluster)], "{report}");
     let v = report.of_kind("reorder-on-retry").next().unwrap();
@@ -167,6 +171,7 @@ async fn a_resend_of_a_batch_stored_before_its_answer_was_lost_is_no_reorder() {
     assert_eq!(produce(&second, &records(3, 2)).await, 0);
     // A duplicate in the log (the records were in place first), not a reorder.
     assert_eq!(produce(&second, &records(0, 3)).await, 0);
+    cluster.settled().await;
     cluster.check(&only(&["reorder-on-retry"])).assert_clean();
 }
 
@@ -189,6 +194,7 @@ async fn another_producer_with_the_same_client_id_is_not_the_same_producer() {
     // connection and resends.
     assert_eq!(produce(&b, &records(100, 2)).await, 0);
     assert_eq!(produce(&a, &records(0, 3)).await, 0);
+    cluster.settled().await;
     cluster.check(&only(&["reorder-on-retry"])).assert_clean();
 }
 
@@ -209,8 +215,10 @@ async fn a_non_idempotent_producer_is_held_to_a_limit_set_not_to_the_default() {
         );
     }
     // No limit set: Kafka sets none without idempotence.
+    cluster.settled().await;
     cluster.check(&Checks::default()).assert_clean();
     // The client's limit, 2: the third and the fourth went over it.
+    cluster.settled().await;
     let report = cluster.check(&only(&["inflight-exceeded"]).max_in_flight(2));
     let over: Vec<usize> = report
         .of_kind("inflight-exceeded")

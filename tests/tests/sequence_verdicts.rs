@@ -64,6 +64,7 @@ async fn a_sequence_restarted_at_0_after_five_batches_is_no_retry_but_a_reorder(
     send(&client, &SIX_BATCHES).await;
     // The first batch again: five others were stored since, so Kafka no longer remembers it.
     assert_eq!(send(&client, &[(7, 0, 0, 2)]).await, [OUT_OF_ORDER]);
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(
         findings(&report),
@@ -87,6 +88,7 @@ async fn a_retry_of_one_of_the_last_five_batches_is_answered_none_and_clean() {
     let answer = client.send(retry, 9).await.unwrap();
     let partition = &answer.responses[0].partition_responses[0];
     assert_eq!((partition.error_code, partition.base_offset), (0, 2));
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(findings(&report), [], "{report}");
 }
@@ -117,6 +119,7 @@ async fn an_anomaly_refused_then_a_new_epoch_from_0_is_a_warning() {
     for (batches, answers, kind) in cases {
         let (cluster, client) = setup().await;
         assert_eq!(send(&client, batches).await, answers, "{batches:?}");
+        cluster.settled().await;
         let report = cluster.check(&Checks::default());
         assert_eq!(
             findings(&report),
@@ -144,6 +147,7 @@ async fn a_gap_refused_then_a_new_producer_id_of_the_same_client_is_a_warning() 
     let (cluster, client) = setup().await;
     let batches = [(7, 0, 0, 2), (7, 0, 5, 1), (8, 0, 0, 1)];
     assert_eq!(send(&client, &batches).await, [0, OUT_OF_ORDER, 0]);
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(
         findings(&report),
@@ -168,6 +172,7 @@ async fn a_new_producer_id_of_another_client_is_no_recovery() {
         .await
         .unwrap();
     assert_eq!(send(&other, &[(8, 0, 0, 1)]).await, [0]);
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(
         findings(&report),
@@ -185,6 +190,7 @@ async fn a_producer_refused_over_and_over_is_one_violation_counting_the_refusals
         send(&client, &batches).await,
         [0, OUT_OF_ORDER, OUT_OF_ORDER, OUT_OF_ORDER]
     );
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(
         findings(&report),
@@ -217,6 +223,7 @@ async fn a_new_epoch_on_another_partition_is_no_recovery_of_this_one() {
     let elsewhere = idempotent_batch("u", 7, 1, 0, 1);
     let answer = client.send(elsewhere, 9).await.unwrap();
     assert_eq!(answer.responses[0].partition_responses[0].error_code, 0);
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     assert_eq!(
         findings(&report),

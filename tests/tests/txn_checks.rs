@@ -66,10 +66,12 @@ async fn a_committed_transaction_moving_a_group_s_offset_backwards_is_named() ->
     // An aborted transaction's offset is dropped: never compared.
     commit_offset_in_txn(&client, "b", b, 3, false).await?;
     commit_offset_in_txn(&client, "a", a, 12, true).await?;
+    cluster.settled().await;
     let clean = cluster.check(&Checks::default());
     ensure!(clean.is_clean(), "forward only, and an abort:\n{clean}");
     // The regression: b's committed transaction sets g/t-0 to 5 after a's set it to 12.
     commit_offset_in_txn(&client, "b", b, 5, true).await?;
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     same(
         "violations",
@@ -114,6 +116,7 @@ async fn a_produce_after_end_txn_before_the_next_transaction_is_named() -> Resul
     produce_txn_ok(&client, "tx", "t", 0, producer, 2, 1).await?;
     end_txn_ok(&client, "tx", producer, true).await?;
 
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     same(
         "violations",
@@ -160,6 +163,7 @@ async fn an_end_txn_sent_while_a_produce_is_unanswered_is_named() -> Result<()> 
         .await?;
     code_is("EndTxn", end.error_code, None)?;
 
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     // Never answered (silenced): the client may have given up on it, so only a warning; an
     // answer that came after the EndTxn makes it a violation (the check's unit tests).
@@ -211,6 +215,7 @@ async fn a_transaction_answered_in_order_and_read_committed_is_clean() -> Result
             first_offset: 0,
         }]),
     )?;
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     ensure!(report.violations.is_empty(), "{report}");
     for kind in [
@@ -255,6 +260,7 @@ async fn version_2_transactions_are_judged_by_the_epoch_each_end_txn_gave() -> R
     };
     transaction(epoch, Some(0), 10).await?;
     common::last_answered(&cluster).await?;
+    cluster.settled().await;
     let clean = cluster.check(&Checks::default());
     ensure!(
         clean.is_clean(),
@@ -272,6 +278,7 @@ async fn version_2_transactions_are_judged_by_the_epoch_each_end_txn_gave() -> R
     // The next transactions, at the epochs the EndTxns gave: in order, offsets forward.
     transaction(epoch + 1, Some(0), 12).await?;
     common::last_answered(&cluster).await?;
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     same(
         "violations after the zombie",
@@ -281,6 +288,7 @@ async fn version_2_transactions_are_judged_by_the_epoch_each_end_txn_gave() -> R
     // A committed transaction moving g/t-0 back from 12 to 5.
     transaction(epoch + 2, None, 5).await?;
     common::last_answered(&cluster).await?;
+    cluster.settled().await;
     let report = cluster.check(&Checks::default());
     let mut kinds = violations(&report);
     kinds.sort_unstable();
