@@ -27,7 +27,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use kmock::hunt::{self, Options, Workload};
 use kmock::{Checks, Scenario};
 use kmock_tests::go_client;
@@ -130,57 +130,66 @@ async fn a_hunt_finds_sarama_v1_42_1_sequence_violations_and_writes_a_scenario_t
         "a finding of the fault-free run: {:?}",
         summary.findings
     );
-    // The sequence violation that reproduced most often.
-    let finding = summary
+    // The sequence violations, the one that reproduced most often first: whether Sarama
+    // recovers from a one-fault schedule (a warning, not a violation) varies between runs, so
+    // each finding's scenario is served up to 3 times, and the next finding tried if it never
+    // reproduces.
+    let mut findings: Vec<_> = summary
         .findings
         .iter()
         .filter(|f| CHECKS.contains(&f.kind.as_str()))
-        .max_by_key(|f| f.reproduced.0)
-        .with_context(|| {
-            format!(
-                "no sequence violation in {} schedules (seed {}): {:?}",
-                summary.runs, options.seed, summary.findings
-            )
-        })?;
+        .collect();
+    findings.sort_by_key(|f| std::cmp::Reverse(f.reproduced.0));
     ensure!(
-        (1..=3).contains(&finding.after.len()) && finding.after.len() <= finding.before.len(),
-        "shrunk from {} to {} faults",
-        finding.before.len(),
-        finding.after.len()
+        !findings.is_empty(),
+        "no sequence violation in {} schedules (seed {}): {:?}",
+        summary.runs,
+        options.seed,
+        summary.findings
     );
-    let (hits, of) = finding.reproduced;
-    ensure!(
-        2 * hits >= of,
-        "the shrunk schedule reproduced {hits} of {of}"
-    );
-    let yaml = out.join(format!("finding-{}.yaml", finding.number));
-    for file in &finding.files {
-        ensure!(file.is_file(), "{} was not written", file.display());
-    }
-    let text = std::fs::read_to_string(&yaml)?;
-    println!("{}:\n{text}", yaml.display());
-    ensure!(
-        text.contains(&format!("checks:\n- {}", finding.kind)),
-        "the scenario names no check:\n{text}"
-    );
-    let mut seen = Vec::new();
-    for attempt in 1..=3 {
-        let kinds = serve_and_run(&yaml, &binary, &finding.kind).await?;
-        if kinds.contains(&finding.kind) {
-            println!(
-                "finding-{} reproduced {} at attempt {attempt}",
-                finding.number, finding.kind
-            );
-            std::fs::remove_dir_all(&out)?;
-            return Ok(());
+    let mut missed = Vec::new();
+    for finding in findings {
+        ensure!(
+            (1..=3).contains(&finding.after.len()) && finding.after.len() <= finding.before.len(),
+            "shrunk from {} to {} faults",
+            finding.before.len(),
+            finding.after.len()
+        );
+        let (hits, of) = finding.reproduced;
+        ensure!(
+            2 * hits >= of,
+            "the shrunk schedule reproduced {hits} of {of}"
+        );
+        let yaml = out.join(format!("finding-{}.yaml", finding.number));
+        for file in &finding.files {
+            ensure!(file.is_file(), "{} was not written", file.display());
         }
-        seen.push(kinds);
+        let text = std::fs::read_to_string(&yaml)?;
+        println!("{}:\n{text}", yaml.display());
+        ensure!(
+            text.contains(&format!("checks:\n- {}", finding.kind)),
+            "the scenario names no check:\n{text}"
+        );
+        let mut seen = Vec::new();
+        for attempt in 1..=3 {
+            let kinds = serve_and_run(&yaml, &binary, &finding.kind).await?;
+            if kinds.contains(&finding.kind) {
+                println!(
+                    "finding-{} reproduced {} at attempt {attempt}",
+                    finding.number, finding.kind
+                );
+                std::fs::remove_dir_all(&out)?;
+                return Ok(());
+            }
+            seen.push(kinds);
+        }
+        missed.push(format!(
+            "{} served 3 times did not reproduce {} (violations {seen:?}):\n{text}",
+            yaml.display(),
+            finding.kind
+        ));
     }
-    anyhow::bail!(
-        "{} served 3 times did not reproduce {} (violations {seen:?}):\n{text}",
-        yaml.display(),
-        finding.kind
-    )
+    anyhow::bail!("no finding's scenario reproduced:\n{}", missed.join("\n"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
