@@ -332,16 +332,19 @@ impl Groups {
             .and_then(|g| g.consumer.as_deref_mut())
             .ok_or(ResponseError::UnknownMemberId)?;
         let group_epoch = cg.group_epoch;
-        let waiting = waiting_on_unreleased(cg, member_id);
         let member = classic_member(cg, member_id, instance_id)?;
         if generation_id != member.member_epoch {
             return Err(ResponseError::IllegalGeneration);
         }
+        let (epoch, state) = (member.member_epoch, member.state);
+        // Only a member waiting for partitions others still hold needs the walk of its target.
+        let rejoin = epoch < group_epoch
+            || state == MemberState::UnrevokedPartitions
+            || (state == MemberState::UnreleasedPartitions
+                && !waiting_on_unreleased(cg, member_id));
+        let member = cg.members.get_mut(member_id).expect("found above");
         let c = member.classic.as_mut().expect("checked");
         member.session_deadline = now + c.session_timeout;
-        let rejoin = member.member_epoch < group_epoch
-            || member.state == MemberState::UnrevokedPartitions
-            || (member.state == MemberState::UnreleasedPartitions && !waiting);
         if rejoin {
             c.join_deadline
                 .get_or_insert(now + member.rebalance_timeout);
