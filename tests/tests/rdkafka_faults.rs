@@ -40,11 +40,10 @@ fn describe<'a>(batches: impl IntoIterator<Item = &'a ProduceBatch>) -> String {
 
 /// A batch's identity: its header, without the answer.
 fn identity(batch: &ProducePartition) -> ProducePartition {
-    ProducePartition {
-        base_offset: None,
-        error_code: None,
-        ..batch.clone()
-    }
+    let mut identity = batch.clone();
+    identity.base_offset = None;
+    identity.error_code = None;
+    identity
 }
 
 /// Every batch whose answer was lost is retried: the first later answered batch with the same

@@ -244,6 +244,7 @@ mod tests {
                     error_code: Some(0),
                     crc: None,
                     digests: None,
+                    deferred: None,
                 }],
             })),
             bad_request: None,

@@ -255,7 +255,9 @@ impl ClusterBuilder {
     }
 
     /// Bytes the journal keeps in memory, as estimated from each entry's heap size when it is
-    /// appended and when it is completed; past them the oldest entries go and are counted in
+    /// appended and when it is completed (an uncompressed Produce batch's records, held until
+    /// their digests are first read, count whole; past the bound they give way to their
+    /// digests, oldest first, before any entry goes); past them the oldest entries go and are counted in
     /// [`JournalSnapshot::evicted`](crate::JournalSnapshot::evicted), as past
     /// [`Self::journal_capacity`]. Default
     /// [`DEFAULT_MAX_BYTES`](crate::journal::DEFAULT_MAX_BYTES), 512 MiB. 0 keeps none, as a

@@ -62,7 +62,6 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::codec::{CodecError, Request};
 use crate::shared::Shared;
-use crate::state::batch::RecordDigest;
 use crate::state::ClusterState;
 
 /// What a handler may see: the cluster, and which broker the request came to.
@@ -110,9 +109,9 @@ impl QuotaMute {
 #[derive(Debug, Default)]
 pub struct ProducedDigests(std::sync::Mutex<Digests>);
 
-/// The record digests of each partition's batch of one Produce request, in request order
-/// (`None`: a batch without them).
-pub type Digests = Vec<Option<Vec<RecordDigest>>>;
+/// The record digests of each partition's batch of one Produce request, in request order:
+/// computed, deferred to the journal, or absent.
+pub type Digests = Vec<crate::state::batch::BatchDigests>;
 
 impl ProducedDigests {
     fn set(&self, digests: Digests) {

@@ -22,6 +22,7 @@
 
 mod admin_summary;
 mod consumer_summary;
+mod deferred;
 mod hand_over;
 mod pages;
 mod request;

@@ -62,7 +62,7 @@ impl Journal {
     /// Entries with seq in `(after, until]` that `keep` keeps, in arrival order: at most `max`,
     /// about [`PAGE_BYTES`] of them, from at most [`PAGE_SCAN`] entries looked at.
     pub fn page(&self, after: u64, until: u64, max: usize, keep: impl Fn(&Entry) -> bool) -> Page {
-        let state = self.state();
+        let state = self.resolved_state();
         let first = state
             .entries
             .front()
@@ -99,7 +99,7 @@ impl Journal {
     /// Entries completed from position `from` on that `keep` keeps, in completion order, with
     /// the same limits as [`Self::page`]; [`LivePage::Behind`] when `from` has left memory.
     pub fn live_page(&self, from: u64, max: usize, keep: impl Fn(&Entry) -> bool) -> LivePage {
-        let state = self.state();
+        let state = self.resolved_state();
         let gone = |i: usize| state.log.range(i..).filter(|l| l.is_none()).count() as u64;
         let Some(mut i) = from.checked_sub(state.log_base).map(|i| i as usize) else {
             return LivePage::Behind(state.log_base - from + gone(0));

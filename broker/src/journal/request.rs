@@ -9,7 +9,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use uuid::Uuid;
 
 use super::summary::*;
-use crate::state::batch::{self, RecordDigest};
+use crate::state::batch::{self, BatchDigests};
 
 /// Summarizes a decoded request of `version`; `topic_name` resolves topic ids (Produce v13+,
 /// Fetch v13+, Metadata v10+).
@@ -55,6 +55,7 @@ pub(crate) fn summarize(
                         error_code: None,
                         crc: header.map(|h| h.crc),
                         digests: None,
+                        deferred: None,
                     });
                 }
             }
@@ -242,11 +243,15 @@ pub(crate) fn summarize(
 }
 
 /// Puts each partition's record digests (in request order, as the Produce handler computed
-/// them) into a Produce summary; items past the summary's bound are not kept.
-pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<Option<Vec<RecordDigest>>>) {
+/// or deferred them) into a Produce summary; items past the summary's bound are not kept.
+pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<BatchDigests>) {
     if let RequestSummary::Produce(s) = summary {
         for (p, d) in s.partitions.iter_mut().zip(digests) {
-            p.digests = d;
+            (p.digests, p.deferred) = match d {
+                BatchDigests::Absent => (None, None),
+                BatchDigests::Computed(digests) => (Some(digests), None),
+                BatchDigests::Deferred(records) => (None, Some(records)),
+            };
         }
     }
 }

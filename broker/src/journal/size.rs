@@ -7,6 +7,7 @@ use std::mem::size_of;
 
 use super::summary::*;
 use super::{ClusterOperation, Entry, LeaderChange};
+use crate::state::batch::DeferredDigests;
 
 /// What one entry costs beyond its own heap: the `Arc` around it (two counters), its slot in
 /// memory and its item in the completion log.
@@ -62,6 +63,13 @@ impl Heap for i16 {
     }
 }
 
+/// The records held for their digests, counted whole (`DeferredDigests::held_bytes`).
+impl Heap for DeferredDigests {
+    fn heap(&self) -> usize {
+        alloc(self.held_bytes())
+    }
+}
+
 impl Heap for RecordDigest {
     fn heap(&self) -> usize {
         0
@@ -110,7 +118,7 @@ macro_rules! heap_of_fields {
 }
 
 heap_of_fields! {
-    ProducePartition => [topic, digests],
+    ProducePartition => [topic, digests, deferred],
     FetchPartition => [topic, aborted_transactions],
     AbortedTransaction => [],
     ListOffsetsPartition => [topic],
@@ -201,6 +209,8 @@ impl Heap for ClusterOperation {
 
 #[cfg(test)]
 mod tests {
+    use kafka_protocol::records::Compression;
+
     use super::*;
 
     #[test]
@@ -236,9 +246,17 @@ mod tests {
             max_timestamp: -1,
             crc: Some(1),
             digests: None,
+            deferred: None,
         };
         assert_eq!(batch.heap(), 32);
         batch.digests = Some(vec![RecordDigest(0); 100]);
         assert_eq!(batch.heap(), 32 + alloc(800));
+        let records: Vec<_> = (0..100)
+            .map(|_| kmock_client::record(b"k", b"value"))
+            .collect();
+        let encoded = kmock_client::encode_batch(&records, Compression::None).unwrap();
+        batch.digests = None;
+        batch.deferred = DeferredDigests::of_request(&encoded);
+        assert_eq!(batch.heap(), 32 + alloc(encoded.len() - 61));
     }
 }

@@ -17,6 +17,7 @@ use tokio::sync::futures::Notified;
 use tokio::sync::{broadcast, Notify};
 use tokio::time::Instant;
 
+use super::deferred::{has_deferred, resolve};
 use super::hand_over::{HandOver, HandOvers};
 use super::{size, write_line, ClusterOperation, Entry, JournalError, JournalSnapshot};
 
@@ -88,6 +89,9 @@ pub(super) struct State {
     pub(super) log_base: u64,
     pub(super) next_seq: u64,
     pub(super) evicted: u64,
+    /// The seqs of completed entries that may still hold records instead of their digests,
+    /// in completion order (`deferred.rs`); some may have left memory or been resolved.
+    pub(super) deferred: VecDeque<u64>,
 }
 
 /// Where complete entries are written as JSON Lines.
@@ -200,6 +204,13 @@ impl Journal {
                 // Copied only if a reader holds the entry while it is incomplete.
                 let entry = Arc::make_mut(&mut slot.entry);
                 complete(entry);
+                if has_deferred(entry) {
+                    if self.sink.is_some() || self.completed.receiver_count() > 0 {
+                        resolve(entry);
+                    } else {
+                        state.deferred.push_back(seq);
+                    }
+                }
                 let bytes = size::entry_bytes(entry);
                 state.bytes = state.bytes - slot.bytes + bytes;
                 slot.bytes = bytes;
@@ -211,6 +222,7 @@ impl Journal {
             }
             None => state.unfinished.remove(&seq).map(|mut entry| {
                 complete(&mut entry);
+                resolve(&mut entry);
                 Arc::new(entry)
             }),
         };
@@ -226,6 +238,8 @@ impl Journal {
     /// Drops the oldest entries while over either bound, leaving a gap in the completion log
     /// for each completed one, then trims the log.
     fn evict(&self, state: &mut State) {
+        // Records held for their digests give way to the digests first (`deferred.rs`).
+        while state.bytes > self.max_bytes && state.resolve_oldest() {}
         while state.entries.len() > self.capacity || state.bytes > self.max_bytes {
             let Some(slot) = state.entries.pop_front() else {
                 break;
@@ -320,6 +334,7 @@ impl Journal {
         }
         state.bytes = 0;
         state.evicted = 0;
+        state.deferred.clear();
         if self.records() {
             // Numbered under the same lock, so it falls between the entries it separates.
             let seq = state.next_seq;
@@ -339,7 +354,7 @@ impl Journal {
 
     /// A copy of every entry in memory.
     pub fn snapshot(&self) -> JournalSnapshot {
-        let state = self.state();
+        let state = self.resolved_state();
         JournalSnapshot {
             entries: state.entries.iter().map(|s| (*s.entry).clone()).collect(),
             evicted: state.evicted,
@@ -364,11 +379,16 @@ impl Journal {
             let appended = self.appended.notified();
             tokio::pin!(appended);
             appended.as_mut().enable();
-            if let Some(found) = self.state().entries.iter().find(|s| pred(&s.entry)) {
+            if let Some(found) = self
+                .resolved_state()
+                .entries
+                .iter()
+                .find(|s| pred(&s.entry))
+            {
                 return Ok((*found.entry).clone());
             }
             if tokio::time::timeout_at(deadline, appended).await.is_err() {
-                let state = self.state();
+                let state = self.resolved_state();
                 let skip = state.entries.len().saturating_sub(10);
                 let mut last = Vec::new();
                 for slot in state.entries.iter().skip(skip) {

@@ -8,6 +8,7 @@
 use kafka_protocol::protocol::StrBytes;
 use serde::{Deserialize, Serialize};
 
+use crate::state::batch::DeferredDigests;
 pub use crate::state::batch::RecordDigest;
 
 pub use super::admin_summary::*;
@@ -184,6 +185,10 @@ pub struct ProducePartition {
     /// (`state::batch::digest::MAX_REQUEST_DIGESTS`, 2^20), and in older journals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digests: Option<Vec<RecordDigest>>,
+    /// An uncompressed batch's records, held until the journal computes their `digests`
+    /// (`journal::deferred`): `None` in every entry a reader gets; never written.
+    #[serde(skip)]
+    pub(crate) deferred: Option<DeferredDigests>,
 }
 
 /// A Fetch request.

@@ -26,6 +26,10 @@ pub(super) struct ProduceContext<'a> {
     /// The partitions this request added to its transaction, for the handler to add once
     /// every partition was looked at.
     pub(super) added: std::cell::RefCell<Vec<(String, i32)>>,
+    /// With the journal recording, the records of the batch just stored, for the journal to
+    /// compute their digests when first read (`batch::DeferredDigests`); `None` for a
+    /// compressed batch or when nothing was stored.
+    pub(super) stored: std::cell::Cell<Option<batch::DeferredDigests>>,
     pub(super) version: i16,
     pub(super) now_ms: i64,
 }
@@ -117,7 +121,14 @@ pub(super) fn append(
     // kmock's retention check on append (a duplicate appends nothing): the `retention.bytes`
     // pass alone (`Partition::delete_old_segments`), journaled after this request as the
     // timer's are.
-    let deleted = (partition.log.log_end_offset() > log_end)
+    let stored = partition.log.log_end_offset() > log_end;
+    if stored && ctx.shared.journal.records() {
+        let batch = partition.log.batches().back();
+        request
+            .stored
+            .set(batch.and_then(|b| batch::DeferredDigests::of_stored(&b.bytes)));
+    }
+    let deleted = stored
         .then(|| partition.delete_old_segments(request.now_ms, true))
         .flatten();
     if let Some(deleted) = deleted {

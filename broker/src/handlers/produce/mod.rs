@@ -73,7 +73,7 @@ use super::{advertised, Answer, Ctx};
 use crate::state::batch;
 use crate::state::topics::is_internal;
 use append::{append, ProduceContext};
-use inspect::inspect_all;
+use inspect::{inspect_all, journal_digests};
 use last_entries::last_entries;
 
 /// The record digests of each partition's batch of `request` at `version`, in request order,
@@ -82,7 +82,11 @@ use last_entries::last_entries;
 /// to the upstream instead of handling it.
 pub(crate) async fn record_digests(request: &ProduceRequest, version: i16) -> super::Digests {
     let budget = batch::digest::MAX_REQUEST_DIGESTS;
-    inspect_all(request, version >= 7, budget).await.1
+    let computed = inspect_all(request, version >= 7, budget, false).await.1;
+    computed
+        .into_iter()
+        .map(batch::BatchDigests::from)
+        .collect()
 }
 
 /// Versions implemented.
@@ -140,17 +144,21 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
     let acks_valid = matches!(request.acks, -1..=1);
     let mut other_leaders = Vec::new();
     let mut appended = false;
-    // The same pass computes each record's digest for the journal, when it records.
+    // The same pass computes the digests of a compressed batch's records for the journal,
+    // when it records; an uncompressed batch's are computed when read (`journal_digests`).
     let recording = ctx.shared.journal.records();
     let budget = if recording {
         batch::digest::MAX_REQUEST_DIGESTS
     } else {
         0
     };
-    let (mut inspected, digests) = inspect_all(&request, version >= 7, budget).await;
-    if recording {
-        ctx.produced.set(digests);
-    }
+    let (mut inspected, digests) = inspect_all(&request, version >= 7, budget, true).await;
+    let mut journal_digests = if recording {
+        journal_digests(&request, &inspected, digests)
+    } else {
+        Vec::new()
+    };
+    let mut position = 0;
     let mut state = ctx.shared.state();
     let transaction = request
         .transactional_id
@@ -163,6 +171,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
         adds_partitions: version >= 12
             && ctx.shared.config.transaction_version >= crate::TransactionVersion::V2,
         added: Default::default(),
+        stored: Default::default(),
         version,
         now_ms: ctx.shared.now_ms(),
     };
@@ -186,8 +195,12 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                 .into_iter()
                 .zip(inspected.iter_mut())
                 .zip(last)
-                .filter_map(|(entry, last)| last.then_some(entry))
-                .map(|(data, inspected)| {
+                .filter_map(|(entry, last)| {
+                    let at = position;
+                    position += 1;
+                    last.then_some((at, entry))
+                })
+                .map(|(at, (data, inspected))| {
                     let index = data.index;
                     let topic = match topic.as_deref_mut() {
                         None if version >= 13 => {
@@ -218,6 +231,12 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                     match append(&shared_request, topic, index, inspected.take()) {
                         Ok(response) => {
                             appended = true;
+                            // The journal shares the stored records rather than copy them.
+                            if let (Some(stored), Some(digests)) =
+                                (shared_request.stored.take(), journal_digests.get_mut(at))
+                            {
+                                *digests = batch::BatchDigests::Deferred(stored);
+                            }
                             response
                         }
                         // The current leader is reported from v10 (KIP-951).
@@ -260,6 +279,10 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
     drop(state);
     if appended {
         ctx.shared.data_arrived.notify_waiters();
+    }
+    if recording {
+        let owned = journal_digests.into_iter().map(batch::BatchDigests::owned);
+        ctx.produced.set(owned.collect());
     }
     answer(
         ctx,

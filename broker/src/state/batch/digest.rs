@@ -1,6 +1,8 @@
 //! Record identity: a 64-bit digest of each record's key, value and headers, computed during the
-//! record walk that validates a batch ([`super::inspect`]), so that the journal can tell a retry
-//! (the same records again) from other records sent under the same producer sequence numbers.
+//! record walk that validates a compressed batch ([`super::inspect`]), or when the journal first
+//! needs an uncompressed batch's ([`super::DeferredDigests`]), so that the journal can tell a
+//! retry (the same records again) from other records sent under the same producer sequence
+//! numbers.
 //!
 //! The digest is rapidhash V3 with its default secrets (`rapidhash::v3::rapidhash_v3`, the
 //! `rapidhash` crate's portable function: its output is fixed across crate versions and equal to
@@ -81,7 +83,12 @@ impl<'de> Deserialize<'de> for RecordDigest {
 
 /// The digest of one record.
 pub fn record_digest(record: &RecordView<'_>) -> RecordDigest {
-    RecordDigest(rapidhash_v3(record.contents))
+    contents_digest(record.contents)
+}
+
+/// The digest of a record's key, value and headers as on the wire ([`RecordView::contents`]).
+pub(super) fn contents_digest(contents: &[u8]) -> RecordDigest {
+    RecordDigest(rapidhash_v3(contents))
 }
 
 /// The digests of a batch's records as they are walked: all of them, or none once more than
@@ -102,6 +109,9 @@ impl Collector {
         }
     }
 
+    /// Adds `record`'s digest. Inlined: with no digests asked for (the journal off, or an
+    /// uncompressed batch whose digests are deferred) it is one test a record.
+    #[inline]
     pub fn add(&mut self, record: &RecordView<'_>) {
         if let Some(digests) = &mut self.digests {
             if digests.len() == self.budget {

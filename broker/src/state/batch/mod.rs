@@ -27,6 +27,7 @@
 
 pub mod control;
 pub mod decompress;
+mod deferred;
 pub mod digest;
 mod header;
 pub mod records;
@@ -35,6 +36,7 @@ mod stored;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
+pub use deferred::{BatchDigests, DeferredDigests};
 pub use digest::RecordDigest;
 pub use header::{header, BatchInfo};
 pub use stored::StoredBytes;
@@ -174,6 +176,11 @@ pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Ins
 }
 
 impl Inspected {
+    /// Whether the records walked: every check that needs no topic passed.
+    pub fn walked(&self) -> bool {
+        self.before_size.is_none() && self.after_size.is_none()
+    }
+
     /// The digests of the batch's records, in record order, once: `None` when they were not
     /// asked for, did not fit the budget, or the records did not walk.
     pub fn take_digests(&mut self) -> Option<Vec<RecordDigest>> {

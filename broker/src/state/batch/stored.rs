@@ -59,6 +59,11 @@ impl StoredBytes {
         at::RECORDS + self.records.len()
     }
 
+    /// The 61-byte header, with the broker's fields written in.
+    pub(super) fn header(&self) -> &[u8] {
+        &self.header
+    }
+
     /// Appends the whole batch, header then records, to `out`.
     pub fn write_to(&self, out: &mut BytesMut) {
         out.extend_from_slice(&self.header);
