@@ -176,6 +176,37 @@ pub(super) async fn answer_requests(
             }
             Outcome::Failed(e) => Err(e),
         };
+        // Encoded straight into the outbox's buffer, unless encoded around shared buffers.
+        let answer = match answer {
+            Ok((api, version, correlation_id, body)) if !codec::encoded_in_pieces(&body) => {
+                let full = match outbox.encode_answer(seq, (api, version, correlation_id), body, digests) {
+                    Ok(full) => full,
+                    Err((e, digests)) => {
+                        let reason = format!("no answer could be made: {e}");
+                        journal.finish(seq, |entry| {
+                            add_digests(entry, digests);
+                            entry.closed = Some(reason.clone());
+                        });
+                        closing(&reason, Some(seq));
+                        break;
+                    }
+                };
+                if full {
+                    // A client that stops reading must not hold up shutdown.
+                    let sent = tokio::select! {
+                        biased;
+                        sent = outbox.send() => sent.map_err(|e| format!("write failed: {e}")),
+                        () = cancelled.as_mut() => Err("closing while the answer was being written".to_owned()),
+                    };
+                    if let Err(reason) = sent {
+                        closing(&reason, Some(seq));
+                        break;
+                    }
+                }
+                continue;
+            }
+            answer => answer,
+        };
         let frame = answer.and_then(|(api, version, correlation_id, body)| {
             codec::encode_response_pieces(api, version, correlation_id, &body)
                 .map(|pieces| (pieces, body))
