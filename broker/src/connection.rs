@@ -427,7 +427,11 @@ mod tests {
         let (mut reader, mut client) = reader_with(&bytes).await;
         let frame = reader.read_frame().await.unwrap().unwrap();
         assert_eq!(&frame[..], &[1, 2, 3, 4, 5]);
-        assert_eq!(reader.buffer_capacity(), 0, "no buffer held after the frame");
+        assert_eq!(
+            reader.buffer_capacity(),
+            0,
+            "no buffer held after the frame"
+        );
         let mut two = prefix(2);
         two.extend([7, 7]);
         two.extend(prefix(0));
@@ -438,7 +442,11 @@ mod tests {
         assert!(reader.buffer_capacity() > 0, "a frame under way");
         client.write_all(&[8]).await.unwrap();
         assert_eq!(&reader.read_frame().await.unwrap().unwrap()[..], &[8]);
-        assert_eq!(reader.buffer_capacity(), 0, "an idle reader holds no buffer");
+        assert_eq!(
+            reader.buffer_capacity(),
+            0,
+            "an idle reader holds no buffer"
+        );
         drop(client);
         assert!(reader.read_frame().await.unwrap().is_none());
     }

@@ -179,7 +179,12 @@ pub(super) async fn answer_requests(
         // Encoded straight into the outbox's buffer, unless encoded around shared buffers.
         let answer = match answer {
             Ok((api, version, correlation_id, body)) if !codec::encoded_in_pieces(&body) => {
-                let full = match outbox.encode_answer(seq, (api, version, correlation_id), body, digests) {
+                let full = match outbox.encode_answer(
+                    seq,
+                    (api, version, correlation_id),
+                    body,
+                    digests,
+                ) {
                     Ok(full) => full,
                     Err((e, digests)) => {
                         let reason = format!("no answer could be made: {e}");
