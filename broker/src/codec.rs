@@ -219,18 +219,41 @@ pub fn encode_response(
     correlation_id: i32,
     body: &ResponseKind,
 ) -> Result<Bytes, CodecError> {
+    let mut buf = BytesMut::with_capacity(64);
+    encode_response_into(&mut buf, api, version, correlation_id, body)?;
+    Ok(buf.freeze())
+}
+
+/// Encodes a response frame as [`encode_response`] does (without its size prefix), appended to
+/// `buf`: a connection's send buffer, so that the answer is not encoded into a buffer of its
+/// own and copied.
+///
+/// # Errors
+/// [`CodecError::Encode`] when the body does not fit the version (a kmock bug); `buf` then
+/// holds part of the frame after what it held, for the caller to truncate.
+pub fn encode_response_into(
+    buf: &mut BytesMut,
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &ResponseKind,
+) -> Result<(), CodecError> {
     let fail = |e: anyhow::Error| CodecError::Encode {
         api,
         version,
         reason: e.to_string(),
     };
-    let mut buf = BytesMut::with_capacity(64);
     ResponseHeader::default()
         .with_correlation_id(correlation_id)
-        .encode(&mut buf, api.response_header_version(version))
+        .encode(buf, api.response_header_version(version))
         .map_err(fail)?;
-    body.encode(&mut buf, version).map_err(fail)?;
-    Ok(buf.freeze())
+    body.encode(buf, version).map_err(fail)
+}
+
+/// Whether [`encode_response_pieces`] encodes `body` around its own shared buffers (a Fetch
+/// answer) rather than as one piece that [`encode_response_into`] can write in place.
+pub fn encoded_in_pieces(body: &ResponseKind) -> bool {
+    matches!(body, ResponseKind::Fetch(_))
 }
 
 /// Smallest `bytes` field an encoded response keeps by reference ([`encode_response_pieces`]):

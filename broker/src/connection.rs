@@ -155,14 +155,22 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// array when the buffer is empty (so a connection waiting between frames holds no
     /// buffer), else into the buffer, which takes [`READ_BUFFER_BYTES`] and then grows by at
     /// most what it holds already, up to the end of the frame: never to a claimed size at once.
-    /// Returns the bytes read.
+    /// What the small array read is exactly one whole frame (a client with one request in
+    /// flight) gets a buffer of its own size instead, which becomes the frame
+    /// ([`Self::parse_frame`]) without a further allocation. Returns the bytes read.
     async fn read_some(&mut self, wanted: usize) -> std::io::Result<usize> {
         if self.buffer.is_empty() {
             let mut first = [0u8; FIRST_READ_BYTES];
             let read = self.stream.read(&mut first).await?;
-            if read > 0 {
+            let arrived = &first[..read];
+            let one_frame = arrived
+                .get(..4)
+                .is_some_and(|size| (&size[..]).get_u32() as usize + 4 == read);
+            if one_frame {
+                self.buffer = BytesMut::from(arrived);
+            } else if read > 0 {
                 self.buffer = BytesMut::with_capacity(READ_BUFFER_BYTES);
-                self.buffer.extend_from_slice(&first[..read]);
+                self.buffer.extend_from_slice(arrived);
             }
             return Ok(read);
         }
@@ -197,6 +205,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             return Ok(Parsed::Need(4 + len));
         }
         self.buffer.advance(4);
+        if self.buffer.len() == len {
+            // The frame is all the buffer holds: the buffer becomes the frame (a buffer of the
+            // frame's size, read in one go, without a shared header), and none is held until
+            // the next frame comes.
+            return Ok(Parsed::Frame(std::mem::take(&mut self.buffer).freeze()));
+        }
         let frame = self.buffer.split_to(len).freeze();
         if self.buffer.is_empty() {
             // Nothing of the next frame yet: hold no buffer until it comes.
@@ -401,6 +415,40 @@ mod tests {
             0,
             "an idle reader holds no buffer"
         );
+    }
+
+    /// A frame read whole in the first read, alone, becomes a buffer of its own size; one
+    /// followed by more bytes is taken from a shared read buffer; either way the reader then
+    /// holds no buffer.
+    #[tokio::test]
+    async fn a_small_frame_read_alone_comes_in_a_buffer_of_its_size() {
+        let mut bytes = prefix(5);
+        bytes.extend([1, 2, 3, 4, 5]);
+        let (mut reader, mut client) = reader_with(&bytes).await;
+        let frame = reader.read_frame().await.unwrap().unwrap();
+        assert_eq!(&frame[..], &[1, 2, 3, 4, 5]);
+        assert_eq!(
+            reader.buffer_capacity(),
+            0,
+            "no buffer held after the frame"
+        );
+        let mut two = prefix(2);
+        two.extend([7, 7]);
+        two.extend(prefix(0));
+        two.extend(prefix(1));
+        client.write_all(&two).await.unwrap();
+        assert_eq!(&reader.read_frame().await.unwrap().unwrap()[..], &[7, 7]);
+        assert!(reader.read_frame().await.unwrap().unwrap().is_empty());
+        assert!(reader.buffer_capacity() > 0, "a frame under way");
+        client.write_all(&[8]).await.unwrap();
+        assert_eq!(&reader.read_frame().await.unwrap().unwrap()[..], &[8]);
+        assert_eq!(
+            reader.buffer_capacity(),
+            0,
+            "an idle reader holds no buffer"
+        );
+        drop(client);
+        assert!(reader.read_frame().await.unwrap().is_none());
     }
 
     /// A frame of pieces (empty ones among them) reads back as one frame, also through a pipe

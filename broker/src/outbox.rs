@@ -9,9 +9,11 @@
 //! From the write until the completion, the answers are a hand-over in progress, which readers
 //! of the journal wait for (`Journal::settled`): the client may hold them already.
 
-use kafka_protocol::messages::ResponseKind;
+use bytes::BytesMut;
+use kafka_protocol::messages::{ApiKey, ResponseKind};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
+use crate::codec::{self, CodecError};
 use crate::connection::write_frame_pieces;
 use crate::handlers::Digests;
 use crate::journal::summary::{self, ResponseSummary};
@@ -29,8 +31,8 @@ const KEPT_BUFFER_BYTES: usize = 8 * 1024;
 pub(crate) struct Outbox<'a, W> {
     writer: W,
     journal: &'a Journal,
-    /// Size-prefixed frames, in answer order.
-    buffer: Vec<u8>,
+    /// Size-prefixed frames, in answer order (a `BytesMut`, as the codec encodes into one).
+    buffer: BytesMut,
     /// The entries of the answers in `buffer`, in the same order.
     unsent: Vec<Unsent>,
 }
@@ -49,7 +51,7 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
         Self {
             writer,
             journal,
-            buffer: Vec::new(),
+            buffer: BytesMut::new(),
             unsent: Vec::new(),
         }
     }
@@ -111,6 +113,50 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
         Ok(())
     }
 
+    /// Adds the answer `body` to request `seq` (`api` at `version`, echoing `correlation_id`;
+    /// with record `digests` for the journal), encoded straight into the buffer after its size
+    /// prefix (`codec::encode_response_into`), without a buffer of its own or a copy: for an
+    /// answer not encoded in pieces (`codec::encoded_in_pieces`). Returns whether the buffer
+    /// now holds [`BUFFER_BYTES`] or more, to be sent ([`Self::send`]) before anything else is
+    /// written: unlike [`Self::write`], a large answer is buffered whole before it is sent.
+    ///
+    /// # Errors
+    /// The codec's error (a kmock bug), or a frame of 4 GiB or more, with the `digests` given
+    /// back; nothing is added then.
+    pub fn encode_answer(
+        &mut self,
+        seq: u64,
+        (api, version, correlation_id): (ApiKey, i16, i32),
+        body: Box<ResponseKind>,
+        digests: Digests,
+    ) -> Result<bool, (CodecError, Digests)> {
+        let start = self.buffer.len();
+        self.buffer.extend_from_slice(&[0; 4]);
+        let encoded =
+            codec::encode_response_into(&mut self.buffer, api, version, correlation_id, &body)
+                .and_then(|()| {
+                    u32::try_from(self.buffer.len() - start - 4).map_err(|_| CodecError::Encode {
+                        api,
+                        version,
+                        reason: "response frame larger than 4 GiB".to_owned(),
+                    })
+                });
+        let prefix = match encoded {
+            Ok(prefix) => prefix,
+            Err(e) => {
+                self.buffer.truncate(start);
+                return Err((e, digests));
+            }
+        };
+        self.buffer[start..start + 4].copy_from_slice(&prefix.to_be_bytes());
+        self.unsent.push(Unsent {
+            seq,
+            body: Some(body),
+            digests,
+        });
+        Ok(self.buffer.len() >= BUFFER_BYTES)
+    }
+
     /// Sends every buffered answer and completes their journal entries.
     ///
     /// # Errors
@@ -124,7 +170,7 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
             self.writer.flush().await?;
             self.buffer.clear();
             if self.buffer.capacity() > KEPT_BUFFER_BYTES {
-                self.buffer = Vec::new();
+                self.buffer = BytesMut::new();
             }
         }
         self.sent(sending_us);
@@ -160,7 +206,7 @@ impl<'a, W: AsyncWrite + Unpin> Outbox<'a, W> {
     /// Completes the entries of the answers not sent (a write failed, or the connection is
     /// closing), unanswered, and forgets their bytes.
     pub fn abandon(&mut self) {
-        self.buffer = Vec::new();
+        self.buffer = BytesMut::new();
         for Unsent { seq, digests, .. } in self.unsent.drain(..) {
             self.journal
                 .finish(seq, |entry| add_digests(entry, digests));

@@ -122,13 +122,15 @@ pub(crate) fn complete(summary: &mut RequestSummary, response: &ResponseKind) {
 
 /// Every distinct non-zero error code in a response, in order of appearance.
 pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
-    let codes: Vec<i16> = match response {
+    // Each list deduplicated as it is read, not gathered first: no allocation for an answer
+    // without errors.
+    match response {
         ResponseKind::Produce(r) => r
             .responses
             .iter()
             .flat_map(|t| &t.partition_responses)
             .map(|p| p.error_code)
-            .collect(),
+            .distinct(),
         ResponseKind::Fetch(r) => std::iter::once(r.error_code)
             .chain(
                 r.responses
@@ -136,31 +138,31 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
                     .flat_map(|t| &t.partitions)
                     .map(|p| p.error_code),
             )
-            .collect(),
+            .distinct(),
         ResponseKind::ListOffsets(r) => r
             .topics
             .iter()
             .flat_map(|t| &t.partitions)
             .map(|p| p.error_code)
-            .collect(),
+            .distinct(),
         ResponseKind::Metadata(r) => std::iter::once(r.error_code)
             .chain(r.topics.iter().flat_map(|t| {
                 std::iter::once(t.error_code).chain(t.partitions.iter().map(|p| p.error_code))
             }))
-            .collect(),
-        ResponseKind::ApiVersions(r) => vec![r.error_code],
-        ResponseKind::CreateTopics(r) => r.topics.iter().map(|t| t.error_code).collect(),
-        ResponseKind::DeleteTopics(r) => r.responses.iter().map(|t| t.error_code).collect(),
-        ResponseKind::CreatePartitions(r) => r.results.iter().map(|t| t.error_code).collect(),
-        ResponseKind::DescribeConfigs(r) => r.results.iter().map(|t| t.error_code).collect(),
-        ResponseKind::DescribeCluster(r) => vec![r.error_code],
-        ResponseKind::InitProducerId(r) => vec![r.error_code],
+            .distinct(),
+        ResponseKind::ApiVersions(r) => [r.error_code].into_iter().distinct(),
+        ResponseKind::CreateTopics(r) => r.topics.iter().map(|t| t.error_code).distinct(),
+        ResponseKind::DeleteTopics(r) => r.responses.iter().map(|t| t.error_code).distinct(),
+        ResponseKind::CreatePartitions(r) => r.results.iter().map(|t| t.error_code).distinct(),
+        ResponseKind::DescribeConfigs(r) => r.results.iter().map(|t| t.error_code).distinct(),
+        ResponseKind::DescribeCluster(r) => [r.error_code].into_iter().distinct(),
+        ResponseKind::InitProducerId(r) => [r.error_code].into_iter().distinct(),
         ResponseKind::OffsetCommit(r) => r
             .topics
             .iter()
             .flat_map(|t| &t.partitions)
             .map(|p| p.error_code)
-            .collect(),
+            .distinct(),
         ResponseKind::OffsetFetch(r) => std::iter::once(r.error_code)
             .chain(
                 r.topics
@@ -176,21 +178,21 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
                         .map(|p| p.error_code),
                 )
             }))
-            .collect(),
+            .distinct(),
         ResponseKind::FindCoordinator(r) => std::iter::once(r.error_code)
             .chain(r.coordinators.iter().map(|c| c.error_code))
-            .collect(),
-        ResponseKind::JoinGroup(r) => vec![r.error_code],
-        ResponseKind::SyncGroup(r) => vec![r.error_code],
-        ResponseKind::Heartbeat(r) => vec![r.error_code],
-        ResponseKind::ConsumerGroupHeartbeat(r) => vec![r.error_code],
-        ResponseKind::ConsumerGroupDescribe(r) => r.groups.iter().map(|g| g.error_code).collect(),
+            .distinct(),
+        ResponseKind::JoinGroup(r) => [r.error_code].into_iter().distinct(),
+        ResponseKind::SyncGroup(r) => [r.error_code].into_iter().distinct(),
+        ResponseKind::Heartbeat(r) => [r.error_code].into_iter().distinct(),
+        ResponseKind::ConsumerGroupHeartbeat(r) => [r.error_code].into_iter().distinct(),
+        ResponseKind::ConsumerGroupDescribe(r) => r.groups.iter().map(|g| g.error_code).distinct(),
         ResponseKind::LeaveGroup(r) => std::iter::once(r.error_code)
             .chain(r.members.iter().map(|m| m.error_code))
-            .collect(),
-        ResponseKind::DescribeGroups(r) => r.groups.iter().map(|g| g.error_code).collect(),
-        ResponseKind::ListGroups(r) => vec![r.error_code],
-        ResponseKind::DeleteGroups(r) => r.results.iter().map(|g| g.error_code).collect(),
+            .distinct(),
+        ResponseKind::DescribeGroups(r) => r.groups.iter().map(|g| g.error_code).distinct(),
+        ResponseKind::ListGroups(r) => [r.error_code].into_iter().distinct(),
+        ResponseKind::DeleteGroups(r) => r.results.iter().map(|g| g.error_code).distinct(),
         ResponseKind::OffsetDelete(r) => std::iter::once(r.error_code)
             .chain(
                 r.topics
@@ -198,26 +200,37 @@ pub(crate) fn error_codes(response: &ResponseKind) -> Vec<i16> {
                     .flat_map(|t| &t.partitions)
                     .map(|p| p.error_code),
             )
-            .collect(),
+            .distinct(),
         ResponseKind::OffsetForLeaderEpoch(r) => r
             .topics
             .iter()
             .flat_map(|t| &t.partitions)
             .map(|p| p.error_code)
-            .collect(),
+            .distinct(),
         other => super::txn_summary::error_codes(other)
             .or_else(|| super::txn_admin_summary::error_codes(other))
             .or_else(|| super::admin_summary::error_codes(other))
-            .unwrap_or_default(),
-    };
-    let mut distinct = Vec::new();
-    for code in codes.into_iter().filter(|&c| c != 0) {
-        if !distinct.contains(&code) {
-            distinct.push(code);
-        }
+            .unwrap_or_default()
+            .into_iter()
+            .distinct(),
     }
-    distinct
 }
+
+/// Error codes read as the distinct non-zero ones, in order of appearance.
+trait Distinct: Iterator<Item = i16> + Sized {
+    /// The distinct non-zero codes, in order of appearance (allocating only for one).
+    fn distinct(self) -> Vec<i16> {
+        let mut distinct = Vec::new();
+        for code in self.filter(|&c| c != 0) {
+            if !distinct.contains(&code) {
+                distinct.push(code);
+            }
+        }
+        distinct
+    }
+}
+
+impl<I: Iterator<Item = i16>> Distinct for I {}
 
 /// The offset of the last record of the last whole batch in a Fetch answer's `records`:
 /// batches are walked by their length field (offset 8), and a v2 batch's last offset is its

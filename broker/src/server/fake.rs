@@ -48,6 +48,12 @@ pub(super) async fn answer_requests(
     };
     // Until when a client quota's throttle mutes the connection (Kafka's muted channel).
     let mut muted_until: Option<tokio::time::Instant> = None;
+    // One wait on the connection's closing for the whole loop: registered with the token the
+    // first time a select polls it, not once a select. Every select below is `biased`, the
+    // closing last: it is polled only when the other branch is not ready (no waiter, no
+    // random branch order on the common path), and the loop's first check, or the write
+    // that follows, sees a closing the branch did not.
+    let mut cancelled = std::pin::pin!(close.cancelled());
     loop {
         if close.is_cancelled() {
             break;
@@ -57,8 +63,9 @@ pub(super) async fn answer_requests(
             // the client until the throttle time has passed.
             if outbox.has_unsent() {
                 let sent = tokio::select! {
-                    () = close.cancelled() => break,
+                    biased;
                     sent = outbox.send() => sent,
+                    () = cancelled.as_mut() => break,
                 };
                 if let Err(e) = sent {
                     closing(&format!("write failed: {e}"), None);
@@ -66,7 +73,8 @@ pub(super) async fn answer_requests(
                 }
             }
             tokio::select! {
-                () = close.cancelled() => break,
+                biased;
+                () = cancelled.as_mut() => break,
                 () = tokio::time::sleep_until(until) => {}
             }
         }
@@ -74,18 +82,25 @@ pub(super) async fn answer_requests(
         let next = match rx.try_recv() {
             Ok(next) => Some(next),
             Err(_) if outbox.has_unsent() => None,
-            Err(_) => tokio::select! {
-                () = close.cancelled() => break,
-                next = rx.recv() => match next {
-                    Some(next) => Some(next),
-                    None => break,
-                },
+            // The queue is empty: wait for the next request. No wait on `close` here: the
+            // reader ends when the connection closes (every wait of its selects on it), which
+            // drops its sender and ends this `recv` once the queue is drained.
+            Err(_) => match rx.recv().await {
+                // Closed meanwhile: not handled, completed unanswered as the connection's task
+                // completes the requests still queued.
+                Some(next) if close.is_cancelled() => {
+                    journal.finish(next.seq, |e| e.closed = Some(super::NOT_HANDLED.to_owned()));
+                    break;
+                }
+                Some(next) => Some(next),
+                None => break,
             },
         };
         let Some(next) = next else {
             let sent = tokio::select! {
-                () = close.cancelled() => break,
+                biased;
                 sent = outbox.send() => sent,
+                () = cancelled.as_mut() => break,
             };
             if let Err(e) = sent {
                 closing(&format!("write failed: {e}"), None);
@@ -115,13 +130,15 @@ pub(super) async fn answer_requests(
             // what is answered already goes now, not after it.
             Poll::Pending => {
                 let sent = tokio::select! {
-                    () = close.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
+                    biased;
                     sent = outbox.send() => sent,
+                    () = cancelled.as_mut() => Err(std::io::ErrorKind::Interrupted.into()),
                 };
                 match sent {
                     Ok(()) => tokio::select! {
-                        () = close.cancelled() => Outcome::Close("shutting down".into()),
+                        biased;
                         outcome = handling => outcome,
+                        () = cancelled.as_mut() => Outcome::Close("shutting down".into()),
                     },
                     Err(e) => Outcome::Close(format!("write failed: {e}")),
                 }
@@ -150,13 +167,50 @@ pub(super) async fn answer_requests(
                 });
                 // What was answered before goes out before the connection closes.
                 let _ = tokio::select! {
-                    () = close.cancelled() => Ok(()),
+                    biased;
                     sent = outbox.send() => sent,
+                    () = cancelled.as_mut() => Ok(()),
                 };
                 tracing::debug!(parent: span, seq, "closing connection: {reason}");
                 break;
             }
             Outcome::Failed(e) => Err(e),
+        };
+        // Encoded straight into the outbox's buffer, unless encoded around shared buffers.
+        let answer = match answer {
+            Ok((api, version, correlation_id, body)) if !codec::encoded_in_pieces(&body) => {
+                let full = match outbox.encode_answer(
+                    seq,
+                    (api, version, correlation_id),
+                    body,
+                    digests,
+                ) {
+                    Ok(full) => full,
+                    Err((e, digests)) => {
+                        let reason = format!("no answer could be made: {e}");
+                        journal.finish(seq, |entry| {
+                            add_digests(entry, digests);
+                            entry.closed = Some(reason.clone());
+                        });
+                        closing(&reason, Some(seq));
+                        break;
+                    }
+                };
+                if full {
+                    // A client that stops reading must not hold up shutdown.
+                    let sent = tokio::select! {
+                        biased;
+                        sent = outbox.send() => sent.map_err(|e| format!("write failed: {e}")),
+                        () = cancelled.as_mut() => Err("closing while the answer was being written".to_owned()),
+                    };
+                    if let Err(reason) = sent {
+                        closing(&reason, Some(seq));
+                        break;
+                    }
+                }
+                continue;
+            }
+            answer => answer,
         };
         let frame = answer.and_then(|(api, version, correlation_id, body)| {
             codec::encode_response_pieces(api, version, correlation_id, &body)
@@ -165,8 +219,9 @@ pub(super) async fn answer_requests(
         let written = match frame {
             // A client that stops reading must not hold up shutdown.
             Ok((encoded, body)) => tokio::select! {
-                () = close.cancelled() => Err("closing while the answer was being written".to_owned()),
+                biased;
                 written = outbox.write_pieces(seq, encoded.pieces(), Some(body), digests) => written.map_err(|e| format!("write failed: {e}")),
+                () = cancelled.as_mut() => Err("closing while the answer was being written".to_owned()),
             },
             Err(e) => {
                 let reason = format!("no answer could be made: {e}");
@@ -223,10 +278,11 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
                 let topic = fired.error_topic.as_deref();
                 handlers::fault_answers::error_response(ctx, &request.body, version, e, topic)
             });
+            // The handler's box is the one written and kept until the answer is sent.
             let body = match injected {
-                Some(body) => body,
+                Some(body) => Box::new(body),
                 None => match handlers::handle(ctx, *request).await {
-                    Ok(Answer::Respond(body)) => *body,
+                    Ok(Answer::Respond(body)) => body,
                     Ok(Answer::Nothing) => return Outcome::Unanswered,
                     Ok(Answer::Close(reason)) => return Outcome::Close(reason),
                     Err(e) => return Outcome::Failed(e),
@@ -241,7 +297,7 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
             tracing::debug!(version, "ApiVersions version unknown: answering v0");
             let body =
                 handlers::api_versions::unsupported_version_answer(ctx.shared.config.kafka_version);
-            (ApiKey::ApiVersions, 0, correlation_id, body)
+            (ApiKey::ApiVersions, 0, correlation_id, Box::new(body))
         }
     };
     if let Some(throttle) = fired.throttle {
@@ -261,5 +317,5 @@ async fn answer(ctx: &Ctx<'_>, decoded: Decoded, fired: &Fired) -> Outcome {
     if fired.silence {
         return Outcome::Unanswered;
     }
-    Outcome::Write(api, version, correlation_id, Box::new(body))
+    Outcome::Write(api, version, correlation_id, body)
 }
