@@ -170,6 +170,31 @@ fn mutate(batch: &Bytes, mutation: &Mutation) -> Bytes {
     bytes.freeze()
 }
 
+/// Every record the walk shows (index, key, value, headers) reading a records section from
+/// `input`, or its refusal worded.
+fn walk_of(input: &mut impl std::io::BufRead, declared: i32) -> Result<Vec<Seen>, String> {
+    let mut seen = Vec::new();
+    records::walk(input, declared, |r| {
+        let headers = r
+            .headers
+            .map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec)));
+        seen.push((
+            i64::from(r.index),
+            r.key.map(<[u8]>::to_vec),
+            r.value.map(<[u8]>::to_vec),
+            headers.collect(),
+        ));
+        Ok(())
+    })
+    .map(|()| seen)
+    .map_err(|e| e.to_string())
+}
+
+fn uncompressed_batch() -> impl Strategy<Value = Bytes> {
+    proptest::collection::vec(record(), 1..20)
+        .prop_map(|records| kmock_client::encode_batch(&records, Compression::None).unwrap())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -212,5 +237,19 @@ proptest! {
                 "walker refused what the decoder accepted ({}): {mutation:?}", refused.reason
             ),
         }
+    }
+    /// The walk parses a record that sits whole in the reader's buffer straight from it, and
+    /// any other byte by byte: both see the same records and word the same refusals.
+    #[test]
+    fn the_walk_from_a_whole_buffer_and_byte_by_byte_agree(
+        batch in uncompressed_batch(),
+        mutation in mutation(),
+    ) {
+        let mutated = mutate(&batch, &mutation);
+        let declared = read_i32(&mutated, at::RECORD_COUNT);
+        let section = &mutated[at::RECORDS..];
+        let whole = walk_of(&mut &section[..], declared);
+        let byte_by_byte = walk_of(&mut std::io::BufReader::with_capacity(1, section), declared);
+        prop_assert_eq!(whole, byte_by_byte);
     }
 }

@@ -135,6 +135,10 @@ impl<'a> Iterator for Headers<'a> {
 /// record, are refused). And, as kmock checked before, each offset delta is the record's index.
 /// Memory: the reader's buffer, plus one record's size for a record split across two reads.
 ///
+/// A record whose length and bytes sit whole in the reader's buffer (every record of an
+/// uncompressed batch, read from its `&[u8]`) is parsed straight from that buffer; only a
+/// record split across two reads, or a batch that is refused, takes the byte-by-byte path.
+///
 /// # Errors
 /// [`WalkError`] for the first record that fails, or the callback's refusal.
 pub fn walk<R: BufRead>(
@@ -144,14 +148,20 @@ pub fn walk<R: BufRead>(
 ) -> Result<(), WalkError> {
     let mut split_record = Vec::new();
     for index in 0..declared {
+        let buffered = input.fill_buf()?;
+        if let Some((start, end)) = whole_record(buffered) {
+            let record = parse(&buffered[start..end], index)?;
+            on_record(&record).map_err(WalkError::Refused)?;
+            input.consume(end);
+            continue;
+        }
         let Some(size) = read_varint(input)? else {
-            return Err(WalkError::Invalid(format!(
+            return Err(invalid(format_args!(
                 "the batch declares {declared} records but holds {index}"
             )));
         };
-        let size = usize::try_from(size).map_err(|_| {
-            WalkError::Invalid(format!("record {index} has a negative length {size}"))
-        })?;
+        let size = usize::try_from(size)
+            .map_err(|_| invalid(format_args!("record {index} has a negative length {size}")))?;
         if input.fill_buf()?.len() >= size {
             let record = parse(&input.fill_buf()?[..size], index)?;
             on_record(&record).map_err(WalkError::Refused)?;
@@ -164,7 +174,7 @@ pub fn walk<R: BufRead>(
                 .take(size as u64)
                 .read_to_end(&mut split_record)?;
             if read != size {
-                return Err(WalkError::Invalid(format!(
+                return Err(invalid(format_args!(
                     "record {index} has length {size} but the records end after {read} bytes of it"
                 )));
             }
@@ -173,47 +183,104 @@ pub fn walk<R: BufRead>(
         }
     }
     if !input.fill_buf()?.is_empty() {
-        return Err(WalkError::Invalid(format!(
+        return Err(invalid(format_args!(
             "bytes remain after the {declared} records the batch declares"
         )));
     }
     Ok(())
 }
 
+/// Where the record at the start of `buffered` sits, `(start, end)` after its length varint,
+/// when its length is a valid non-negative varint and its bytes are all there; `None` sends the
+/// walk down its byte-by-byte path, which also words every refusal.
+#[inline(always)]
+fn whole_record(buffered: &[u8]) -> Option<(usize, usize)> {
+    let mut cursor = Cursor {
+        bytes: buffered,
+        at: 0,
+    };
+    let size = usize::try_from(cursor.varint().ok()?).ok()?;
+    let end = cursor.at.checked_add(size)?;
+    (end <= buffered.len()).then_some((cursor.at, end))
+}
+
+/// A refusal of the records, worded on the cold path.
+#[cold]
+#[inline(never)]
+fn invalid(what: std::fmt::Arguments<'_>) -> WalkError {
+    WalkError::Invalid(what.to_string())
+}
+
+/// Why one record's fields do not parse; worded ([`Fault::refusal`]) only when the batch is
+/// refused, so that a valid record costs no string.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// A field runs past the record's length.
+    Past,
+    /// A varint of more than 5 bytes.
+    LongVarint,
+    /// A varlong of more than 10 bytes.
+    LongVarlong,
+    /// The offset delta, which is not the record's index.
+    OffsetDelta(i32),
+    /// A header count that is negative or more than the bytes left.
+    HeaderCount(i32),
+    /// A header key of length -1 (or any negative length).
+    NullHeaderKey,
+    /// The bytes the fields take, which are not the record's length.
+    FieldsTake(usize),
+}
+
+impl Fault {
+    /// The refusal of record `index` of `length` bytes (after its length varint).
+    #[cold]
+    #[inline(never)]
+    fn refusal(self, index: i32, length: usize) -> WalkError {
+        let what = match self {
+            Fault::Past => "its fields run past its length".to_owned(),
+            Fault::LongVarint => "a varint is longer than 5 bytes".to_owned(),
+            Fault::LongVarlong => "a varlong is longer than 10 bytes".to_owned(),
+            Fault::OffsetDelta(delta) => format!("offset delta {delta} is not its index"),
+            Fault::HeaderCount(count) => format!("invalid header count {count}"),
+            Fault::NullHeaderKey => "a header key is null".to_owned(),
+            Fault::FieldsTake(taken) => format!("its fields take {taken} bytes, not its length"),
+        };
+        WalkError::Invalid(format!("record {index} of {length} bytes: {what}"))
+    }
+}
+
 /// Reads one record from `body`, its bytes after the length varint.
+#[inline(always)]
 fn parse(body: &[u8], index: i32) -> Result<RecordView<'_>, WalkError> {
-    let invalid =
-        |what: &str| WalkError::Invalid(format!("record {index} of {} bytes: {what}", body.len()));
-    let truncated = |_| invalid("its fields run past its length");
+    parse_fields(body, index).map_err(|fault| fault.refusal(index, body.len()))
+}
+
+#[inline(always)]
+fn parse_fields(body: &[u8], index: i32) -> Result<RecordView<'_>, Fault> {
     let mut cursor = Cursor { bytes: body, at: 0 };
-    let attributes = cursor.u8().map_err(truncated)? as i8;
-    let timestamp_delta = cursor.varlong().map_err(|e| invalid(&e))?;
-    let offset_delta = cursor.varint().map_err(|e| invalid(&e))?;
+    let attributes = cursor.u8()? as i8;
+    let timestamp_delta = cursor.varlong()?;
+    let offset_delta = cursor.varint()?;
     if offset_delta != index {
-        return Err(invalid(&format!(
-            "offset delta {offset_delta} is not its index"
-        )));
+        return Err(Fault::OffsetDelta(offset_delta));
     }
     let contents_start = cursor.at;
-    let key = cursor.nullable_bytes().map_err(|e| invalid(&e))?;
-    let value = cursor.nullable_bytes().map_err(|e| invalid(&e))?;
-    let header_count = cursor.varint().map_err(|e| invalid(&e))?;
+    let key = cursor.nullable_bytes()?;
+    let value = cursor.nullable_bytes()?;
+    let header_count = cursor.varint()?;
     let header_count = usize::try_from(header_count)
         .ok()
         .filter(|&n| n <= body.len() - cursor.at)
-        .ok_or_else(|| invalid(&format!("invalid header count {header_count}")))?;
+        .ok_or(Fault::HeaderCount(header_count))?;
     let headers_start = cursor.at;
     for _ in 0..header_count {
-        if cursor.nullable_bytes().map_err(|e| invalid(&e))?.is_none() {
-            return Err(invalid("a header key is null"));
+        if cursor.nullable_bytes()?.is_none() {
+            return Err(Fault::NullHeaderKey);
         }
-        cursor.nullable_bytes().map_err(|e| invalid(&e))?;
+        cursor.nullable_bytes()?;
     }
     if cursor.at != body.len() {
-        return Err(invalid(&format!(
-            "its fields take {} bytes, not its length",
-            cursor.at
-        )));
+        return Err(Fault::FieldsTake(cursor.at));
     }
     Ok(RecordView {
         index,
@@ -239,9 +306,9 @@ fn read_varint(input: &mut impl BufRead) -> Result<Option<i32>, WalkError> {
             Some(&b) => b,
             None if i == 0 => return Ok(None),
             None => {
-                return Err(WalkError::Invalid(
-                    "the records end inside a record length".into(),
-                ))
+                return Err(invalid(format_args!(
+                    "the records end inside a record length"
+                )))
             }
         };
         input.consume(1);
@@ -250,33 +317,53 @@ fn read_varint(input: &mut impl BufRead) -> Result<Option<i32>, WalkError> {
             return Ok(Some(zigzag32(raw)));
         }
     }
-    Err(WalkError::Invalid(
-        "a record length varint is longer than 5 bytes".into(),
-    ))
+    Err(invalid(format_args!(
+        "a record length varint is longer than 5 bytes"
+    )))
 }
 
 fn zigzag32(raw: u32) -> i32 {
     (raw >> 1) as i32 ^ -((raw & 1) as i32)
 }
 
-/// A read position in one record's bytes; errors are sentences.
+fn zigzag64(raw: u64) -> i64 {
+    (raw >> 1) as i64 ^ -((raw & 1) as i64)
+}
+
+/// A read position in one record's bytes (`at` never past its end).
 struct Cursor<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn u8(&mut self) -> Result<u8, String> {
-        let b = *self
-            .bytes
-            .get(self.at)
-            .ok_or("its fields run past its length")?;
+    #[inline(always)]
+    fn u8(&mut self) -> Result<u8, Fault> {
+        let b = *self.bytes.get(self.at).ok_or(Fault::Past)?;
         self.at += 1;
         Ok(b)
     }
 
-    /// Kafka's `ByteUtils.readVarint`: at most 5 bytes.
-    fn varint(&mut self) -> Result<i32, String> {
+    /// Kafka's `ByteUtils.readVarint`: at most 5 bytes. One- and two-byte varints (lengths
+    /// below 64 and 8,192) are read without a loop.
+    #[inline(always)]
+    fn varint(&mut self) -> Result<i32, Fault> {
+        let rest = &self.bytes[self.at..];
+        match *rest {
+            [b0, ..] if b0 < 0x80 => {
+                self.at += 1;
+                Ok(zigzag32(u32::from(b0)))
+            }
+            [b0, b1, ..] if b1 < 0x80 => {
+                self.at += 2;
+                Ok(zigzag32(u32::from(b0 & 0x7f) | u32::from(b1) << 7))
+            }
+            _ => self.long_varint(),
+        }
+    }
+
+    /// A varint of three bytes or more, or one cut short.
+    fn long_varint(&mut self) -> Result<i32, Fault> {
         let mut raw: u32 = 0;
         for i in 0..5 {
             let b = self.u8()?;
@@ -285,32 +372,36 @@ impl<'a> Cursor<'a> {
                 return Ok(zigzag32(raw));
             }
         }
-        Err("a varint is longer than 5 bytes".into())
+        Err(Fault::LongVarint)
     }
 
-    /// Kafka's `ByteUtils.readVarlong`: at most 10 bytes.
-    fn varlong(&mut self) -> Result<i64, String> {
+    /// Kafka's `ByteUtils.readVarlong`: at most 10 bytes; a one-byte varlong without a loop.
+    #[inline(always)]
+    fn varlong(&mut self) -> Result<i64, Fault> {
+        if let Some(&b0) = self.bytes.get(self.at) {
+            if b0 < 0x80 {
+                self.at += 1;
+                return Ok(zigzag64(u64::from(b0)));
+            }
+        }
         let mut raw: u64 = 0;
         for i in 0..10 {
             let b = self.u8()?;
             raw |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
-                return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
+                return Ok(zigzag64(raw));
             }
         }
-        Err("a varlong is longer than 10 bytes".into())
+        Err(Fault::LongVarlong)
     }
 
     /// A length varint and that many bytes; a negative length is null (`Utils.readBytes`).
-    fn nullable_bytes(&mut self) -> Result<Option<&'a [u8]>, String> {
+    #[inline(always)]
+    fn nullable_bytes(&mut self) -> Result<Option<&'a [u8]>, Fault> {
         let Ok(length) = usize::try_from(self.varint()?) else {
             return Ok(None);
         };
-        let bytes = self
-            .bytes
-            .get(self.at..)
-            .and_then(|rest| rest.get(..length))
-            .ok_or("its fields run past its length")?;
+        let bytes = self.bytes[self.at..].get(..length).ok_or(Fault::Past)?;
         self.at += length;
         Ok(Some(bytes))
     }
