@@ -68,9 +68,9 @@ pub enum FrameError {
 /// timeout.
 pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Bytes a connection's read buffer takes once bytes arrive: frames up to this size share a
-/// buffer of this size; a larger frame gets a buffer of its own size, grown to it as its bytes
-/// arrive.
+/// Bytes a connection's read buffer takes once bytes arrive: frames up to this size (with their
+/// size prefix) share a buffer of this size; a larger frame is read into a buffer of its own,
+/// grown to the frame's size as its bytes arrive.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Bytes read, into the reader's own small array, when no frame is under way: what an idle
@@ -81,7 +81,12 @@ const FIRST_READ_BYTES: usize = 256;
 #[derive(Debug)]
 pub struct FrameReader<R> {
     stream: R,
+    /// The read buffer shared by frames up to [`READ_BUFFER_BYTES`] (with their prefix), and
+    /// the first bytes of any frame until its size prefix is read.
     buffer: BytesMut,
+    /// A frame larger than [`READ_BUFFER_BYTES`] (with its prefix) under way, prefix included;
+    /// empty when none is. Reads into it stop at the frame's end, so it holds this frame only.
+    large: Vec<u8>,
     max_frame_bytes: usize,
     frame_timeout: Duration,
 }
@@ -94,15 +99,21 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         Self {
             stream,
             buffer: BytesMut::new(),
+            large: Vec::new(),
             max_frame_bytes,
             frame_timeout,
         }
     }
 
-    /// Bytes the read buffer has room for now (what this connection holds for reading).
+    /// Bytes the read buffers have room for now (what this connection holds for reading).
     #[cfg(test)]
     pub fn buffer_capacity(&self) -> usize {
-        self.buffer.capacity()
+        self.buffer.capacity() + self.large.capacity()
+    }
+
+    /// Bytes of the frame under way (with its prefix) read so far.
+    fn held(&self) -> usize {
+        self.buffer.len() + self.large.len()
     }
 
     /// Reads the next whole frame, without its size prefix.
@@ -121,7 +132,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 Parsed::Frame(frame) => return Ok(Some(frame)),
                 Parsed::Need(wanted) => wanted,
             };
-            if !self.buffer.is_empty() && deadline.is_none() {
+            if self.held() > 0 && deadline.is_none() {
                 deadline = Some(Instant::now() + self.frame_timeout);
             }
             let read = match deadline {
@@ -131,7 +142,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                         Ok(read) => read?,
                         Err(_) => {
                             return Err(FrameError::Stalled {
-                                read: self.buffer.len(),
+                                read: self.held(),
                                 expected: wanted,
                                 limit: self.frame_timeout,
                             })
@@ -140,25 +151,41 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
             };
             if read == 0 {
-                if self.buffer.is_empty() {
+                if self.held() == 0 {
                     return Ok(None);
                 }
                 return Err(FrameError::Truncated {
-                    read: self.buffer.len(),
+                    read: self.held(),
                     expected: wanted,
                 });
             }
         }
     }
 
-    /// Reads what has arrived of a frame (with its prefix) of `wanted` bytes: into a small
-    /// array when the buffer is empty (so a connection waiting between frames holds no
-    /// buffer), else into the buffer, which takes [`READ_BUFFER_BYTES`] and then grows by at
-    /// most what it holds already, up to the end of the frame: never to a claimed size at once.
-    /// What the small array read is exactly one whole frame (a client with one request in
-    /// flight) gets a buffer of its own size instead, which becomes the frame
-    /// ([`Self::parse_frame`]) without a further allocation. Returns the bytes read.
+    /// Reads what has arrived of a frame (with its prefix) of `wanted` bytes, and returns the
+    /// bytes read.
+    ///
+    /// - No frame under way: into a small array (so a connection waiting between frames holds
+    ///   no buffer). What it read is exactly one whole frame (a client with one request in
+    ///   flight): a buffer of its own size, which becomes the frame ([`Self::parse_frame`])
+    ///   without a further allocation; else the read buffer of [`READ_BUFFER_BYTES`] takes it.
+    /// - A large frame under way: straight into its own buffer, up to the frame's end (the
+    ///   kernel's copy is the only one). Once full, that buffer grows by at most what it holds
+    ///   already (to [`READ_BUFFER_BYTES`] at least), never past the frame's end: to a claimed
+    ///   size only as the bytes arrive. It grows by the allocator's `realloc`
+    ///   ([`Vec::reserve_exact`]), which extends the allocation in place or remaps its pages
+    ///   where it can and copies what it holds only where it cannot.
+    /// - Else into the read buffer, grown (by a copy, at most [`READ_BUFFER_BYTES`] of it) when
+    ///   a frame's rest does not fit in it.
     async fn read_some(&mut self, wanted: usize) -> std::io::Result<usize> {
+        if !self.large.is_empty() {
+            let len = self.large.len();
+            if self.large.capacity() == len {
+                let step = len.max(READ_BUFFER_BYTES).min(wanted - len);
+                self.large.reserve_exact(step);
+            }
+            return self.stream.read_buf(&mut self.large).await;
+        }
         if self.buffer.is_empty() {
             let mut first = [0u8; FIRST_READ_BYTES];
             let read = self.stream.read(&mut first).await?;
@@ -177,7 +204,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         let len = self.buffer.len();
         if self.buffer.capacity() == len {
             // A buffer of exactly this size (`reserve` could round up, or keep a larger shared
-            // allocation alive), so a large frame's records are stored in one of their size.
+            // allocation alive).
             let step = len
                 .max(READ_BUFFER_BYTES)
                 .min(wanted.saturating_sub(len).max(1));
@@ -189,7 +216,21 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 
     /// The next frame if it is whole, else the bytes a frame with its prefix needs.
+    ///
+    /// A frame larger than [`READ_BUFFER_BYTES`] (with its prefix) that is not whole yet moves
+    /// to a buffer of its own once its size prefix is read: what the read buffer holds of it
+    /// (its first bytes) is copied there, the rest is read there ([`Self::read_some`]).
     fn parse_frame(&mut self) -> Result<Parsed, FrameError> {
+        if !self.large.is_empty() {
+            let wanted = 4 + (&self.large[..4]).get_u32() as usize;
+            if self.large.len() < wanted {
+                return Ok(Parsed::Need(wanted));
+            }
+            // Read up to the frame's end and no further, into a buffer of exactly its size.
+            let mut frame = Bytes::from(std::mem::take(&mut self.large));
+            frame.advance(4);
+            return Ok(Parsed::Frame(frame));
+        }
         if self.buffer.len() < 4 {
             return Ok(Parsed::Need(4));
         }
@@ -202,6 +243,16 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 max: self.max_frame_bytes,
             })?;
         if self.buffer.len() < 4 + len {
+            if 4 + len > READ_BUFFER_BYTES {
+                // Its first bytes, then no more than the read buffer took (or twice what
+                // arrived, if more did).
+                let held = self.buffer.len();
+                let capacity = (4 + len).min(READ_BUFFER_BYTES.max(2 * held));
+                let mut large = Vec::with_capacity(capacity);
+                large.extend_from_slice(&self.buffer);
+                self.large = large;
+                self.buffer = BytesMut::new();
+            }
             return Ok(Parsed::Need(4 + len));
         }
         self.buffer.advance(4);
@@ -414,6 +465,47 @@ mod tests {
             reader.buffer_capacity(),
             0,
             "an idle reader holds no buffer"
+        );
+    }
+
+    /// A large frame that starts behind a small one in the read buffer moves to a buffer of its
+    /// own, which its reads fill up to its end and no further (the next frame stays for the
+    /// next read), and which becomes the frame: exactly its size, with nothing else in it.
+    #[tokio::test]
+    async fn a_large_frame_behind_a_small_one_comes_in_a_buffer_of_its_own_size() {
+        let len = 200 * 1024;
+        let mut bytes = prefix(2);
+        bytes.extend([5, 5]);
+        bytes.extend(prefix(len));
+        bytes.extend((0..len).map(|i| (i * 7) as u8));
+        bytes.extend(prefix(1));
+        bytes.push(6);
+        let (mut reader, _client) = reader_with(&bytes).await;
+        assert_eq!(&reader.read_frame().await.unwrap().unwrap()[..], &[5, 5]);
+        let frame = reader.read_frame().await.unwrap().unwrap();
+        assert_eq!(frame.len(), len);
+        assert!(frame.iter().enumerate().all(|(i, b)| *b == (i * 7) as u8));
+        assert_eq!(reader.buffer_capacity(), 0, "the frame took its buffer");
+        assert_eq!(&reader.read_frame().await.unwrap().unwrap()[..], &[6]);
+    }
+
+    /// A large frame cut short reports what of it arrived, its prefix included.
+    #[tokio::test]
+    async fn a_large_frame_cut_short_is_truncated() {
+        let mut bytes = prefix(100 * 1024);
+        bytes.extend([3u8; 70 * 1024]);
+        let (mut reader, client) = reader_with(&bytes).await;
+        drop(client);
+        let e = reader.read_frame().await.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FrameError::Truncated {
+                    read: 71_684,
+                    expected: 102_404,
+                }
+            ),
+            "{e}"
         );
     }
 
