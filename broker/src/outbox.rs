@@ -19,8 +19,10 @@ use crate::handlers::Digests;
 use crate::journal::summary::{self, ResponseSummary};
 use crate::journal::{Entry, Journal};
 
-/// Most bytes of answers buffered before they are sent; a larger answer is written on its own
-/// (after what is buffered), straight from its encoding.
+/// Most bytes of answers buffered before they are sent. An answer written in pieces
+/// ([`Outbox::write_pieces`]) that is larger is written on its own (after what is buffered),
+/// straight from its pieces; one encoded into the buffer ([`Outbox::encode_answer`]) is
+/// buffered whole, and the buffer sent once it holds this much or more.
 const BUFFER_BYTES: usize = 64 * 1024;
 
 /// A buffer kept past a send up to this capacity; a larger one is freed, so that an idle
@@ -231,6 +233,69 @@ mod tests {
 
     use super::*;
     use crate::journal::Arrival;
+
+    /// An answer that fails to encode (a field its version lacks, found after the header and
+    /// the brokers were written) leaves nothing of itself in the buffer: the answer before it
+    /// goes out whole and alone, and the failed one is not among the answers to complete.
+    #[tokio::test]
+    async fn an_answer_that_fails_to_encode_leaves_nothing_of_itself_in_the_buffer() {
+        use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
+        use kafka_protocol::messages::{ApiVersionsResponse, MetadataResponse};
+        use kafka_protocol::protocol::StrBytes;
+
+        let journal = Journal::new(100, 1 << 20, None);
+        let from = Arrival {
+            broker: 1,
+            conn: 1,
+            peer: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
+        };
+        let (first, second) = (journal.append(&from, |_| {}), journal.append(&from, |_| {}));
+        let (writer, mut client) = tokio::io::duplex(1 << 16);
+        let mut outbox = Outbox::new(writer, &journal);
+        let answered = ResponseKind::ApiVersions(ApiVersionsResponse::default());
+        let full = outbox.encode_answer(
+            first,
+            (ApiKey::ApiVersions, 0, 7),
+            Box::new(answered.clone()),
+            Vec::new(),
+        );
+        assert!(!full.unwrap(), "one small answer does not fill the buffer");
+        let buffered = outbox.buffer.len();
+        // Metadata v1 has no cluster_authorized_operations: the encoding fails at its end.
+        let unencodable = MetadataResponse::default()
+            .with_brokers(vec![
+                MetadataResponseBroker::default().with_host(StrBytes::from_static_str("h"))
+            ])
+            .with_cluster_authorized_operations(0);
+        let failed = outbox.encode_answer(
+            second,
+            (ApiKey::Metadata, 1, 8),
+            Box::new(ResponseKind::Metadata(unencodable)),
+            Vec::new(),
+        );
+        assert!(failed.is_err(), "the Metadata answer encoded at v1");
+        assert_eq!(
+            outbox.buffer.len(),
+            buffered,
+            "part of the failed answer kept"
+        );
+        assert_eq!(
+            outbox.unsent.len(),
+            1,
+            "the failed answer is not to be completed"
+        );
+        outbox.send().await.unwrap();
+        drop(outbox);
+        let mut sent = Vec::new();
+        client.read_to_end(&mut sent).await.unwrap();
+        let frame = codec::encode_response(ApiKey::ApiVersions, 0, 7, &answered).unwrap();
+        let mut expected = (frame.len() as u32).to_be_bytes().to_vec();
+        expected.extend_from_slice(&frame);
+        assert_eq!(sent, expected, "the first answer, whole and alone");
+        let snapshot = journal.snapshot();
+        let entry = snapshot.entries().iter().find(|e| e.seq == first).unwrap();
+        assert!(entry.response.is_some(), "the first is answered: {entry:?}");
+    }
 
     /// An answer larger than the pipe to its client is a hand-over until the client reads it:
     /// a reader of the journal waits for it, and then finds its entry answered.

@@ -156,3 +156,68 @@ async fn the_newest_connection_beyond_max_connections_is_closed() {
         "no new connection was served after one of the two closed"
     );
 }
+
+/// A client that pipelines small requests without end and never reads an answer (answers
+/// encoded into the connection's send buffer, sent as it fills, until the socket's buffers are
+/// full) does not hold up `Cluster::shutdown`, and every request it got in is completed in the
+/// journal, answered or not.
+#[tokio::test]
+async fn shutdown_ends_a_connection_flooding_requests_and_reading_no_answer() {
+    use tokio::io::AsyncWriteExt;
+    let _serial = SERIAL.lock().await;
+    let sink = common::jsonl::JsonlBuffer::default();
+    let cluster = Cluster::builder()
+        .journal_jsonl(sink.clone())
+        .start()
+        .await
+        .unwrap();
+    let addr = common::broker_addr(&cluster, 1);
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // ApiVersions v0, header v1 with a null client id: 10 bytes after the size.
+    let mut frames = Vec::new();
+    for correlation_id in 0..1000i32 {
+        frames.extend(10u32.to_be_bytes());
+        frames.extend([0, 18, 0, 0]);
+        frames.extend(correlation_id.to_be_bytes());
+        frames.extend([0xff, 0xff]);
+    }
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = tokio::spawn({
+        let written = written.clone();
+        async move {
+            while socket.write_all(&frames).await.is_ok() {
+                written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    // The flood stalls once the broker stops reading it: its connection's answers have filled
+    // the socket's buffers and the requests read ahead fill the connection's queue.
+    let stalled = tokio::time::timeout(HANG_GUARD, async {
+        let mut last = usize::MAX;
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = written.load(std::sync::atomic::Ordering::Relaxed);
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    })
+    .await
+    .expect("the broker kept reading a client that reads no answer");
+    assert!(stalled > 0, "the flood reached the broker");
+    tokio::time::timeout(HANG_GUARD, cluster.shutdown())
+        .await
+        .expect("shutdown waited on a client flooding requests and reading none");
+    // The sink has each entry once it is complete: every request read is, answered or not.
+    let journal = cluster.journal();
+    assert_eq!(journal.evicted(), 0);
+    let completed = sink.entries();
+    assert_eq!(completed.len(), journal.entries().len());
+    let answered = completed.iter().filter(|e| e.response.is_some()).count();
+    assert!(
+        answered > 0 && answered < completed.len(),
+        "{answered} answered"
+    );
+    flood.abort();
+}

@@ -259,3 +259,80 @@ async fn an_answer_made_goes_out_before_a_later_request_on_its_connection_waits(
     assert_eq!((partition.error_code, partition.high_watermark), (0, 1));
     cluster.shutdown().await;
 }
+
+/// One request frame: the header (`api` at `version`, header v1) and the encoded `body`.
+fn request_frame(api: ApiKey, version: i16, correlation_id: i32, body: &[u8]) -> Vec<u8> {
+    use kafka_protocol::messages::RequestHeader;
+    use kafka_protocol::protocol::Encodable;
+    let mut frame = bytes::BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .encode(&mut frame, 1)
+        .unwrap();
+    frame.extend_from_slice(body);
+    let mut sized = (frame.len() as u32).to_be_bytes().to_vec();
+    sized.extend_from_slice(&frame);
+    sized
+}
+
+/// The next answer frame on `socket`: its correlation id (response header v0) and its body.
+async fn answer_frame(socket: &mut TcpStream) -> (i32, bytes::Bytes) {
+    use bytes::Buf;
+    let size = tokio::time::timeout(CLOSE_WITHIN, socket.read_u32())
+        .await
+        .expect("an answer within the hang guard")
+        .unwrap();
+    let mut frame = vec![0u8; size as usize];
+    socket.read_exact(&mut frame).await.unwrap();
+    let mut frame = bytes::Bytes::from(frame);
+    let correlation_id = frame.get_i32();
+    (correlation_id, frame)
+}
+
+/// An answer over the connection's 64 KiB send buffer (a Metadata of 4,000 partitions, about
+/// 100 KiB), pipelined between two small ones, comes back whole and in request order, each
+/// request answered in the journal.
+#[tokio::test]
+async fn an_answer_over_the_send_buffer_between_small_ones_keeps_its_place_and_its_bytes() {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{MetadataResponse, TopicName};
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let cluster = Cluster::builder()
+        .topic("wide", 4000)
+        .start()
+        .await
+        .unwrap();
+    let mut socket = TcpStream::connect(cluster.brokers()[0].addr).await.unwrap();
+    let mut metadata = bytes::BytesMut::new();
+    MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_static_str("wide"))))]))
+        .encode(&mut metadata, 1)
+        .unwrap();
+    let mut pipelined = request_frame(ApiKey::ApiVersions, 0, 1, &[]);
+    pipelined.extend(request_frame(ApiKey::Metadata, 1, 2, &metadata));
+    pipelined.extend(request_frame(ApiKey::ApiVersions, 0, 3, &[]));
+    socket.write_all(&pipelined).await.unwrap();
+    let (first, mut versions) = answer_frame(&mut socket).await;
+    assert_eq!(first, 1);
+    ApiVersionsResponse::decode(&mut versions, 0).unwrap();
+    let (second, mut wide) = answer_frame(&mut socket).await;
+    assert_eq!(second, 2);
+    assert!(wide.len() > 64 * 1024, "{} bytes", wide.len());
+    let wide = MetadataResponse::decode(&mut wide, 1).unwrap();
+    assert_eq!(wide.topics[0].partitions.len(), 4000);
+    let (third, mut versions) = answer_frame(&mut socket).await;
+    assert_eq!(third, 3);
+    ApiVersionsResponse::decode(&mut versions, 0).unwrap();
+    cluster.settled().await;
+    let journal = cluster.journal();
+    let answered = journal
+        .entries()
+        .iter()
+        .filter(|e| e.response.is_some())
+        .count();
+    assert_eq!(answered, 3, "every request answered in the journal");
+    cluster.shutdown().await;
+}
