@@ -143,7 +143,8 @@ pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBat
 pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Inspected {
     let before_size = check_before_size(records, zstd_allowed).err();
     let mut keyless = false;
-    let mut record_timestamps: Option<(i64, i64)> = None;
+    // The smallest and largest record timestamps, `i64::MAX` and `i64::MIN` while none is set.
+    let (mut lowest, mut highest) = (i64::MAX, i64::MIN);
     let base_timestamp = header(records).map_or(0, |h| h.first_timestamp);
     let declared = header(records).map_or(0, |h| h.record_count);
     let mut digests = digest::Collector::new(digest_budget, declared);
@@ -153,11 +154,8 @@ pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Ins
             keyless |= record.key.is_none();
             let timestamp = base_timestamp.wrapping_add(record.timestamp_delta);
             if timestamp != NO_TIMESTAMP {
-                record_timestamps = Some(
-                    record_timestamps.map_or((timestamp, timestamp), |(lo, hi)| {
-                        (lo.min(timestamp), hi.max(timestamp))
-                    }),
-                );
+                lowest = lowest.min(timestamp);
+                highest = highest.max(timestamp);
             }
             digests.add(record);
             Ok(())
@@ -170,7 +168,7 @@ pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Ins
         before_size,
         after_size,
         keyless,
-        record_timestamps,
+        record_timestamps: (lowest <= highest).then_some((lowest, highest)),
         digests: digests.finish(walked),
     }
 }
