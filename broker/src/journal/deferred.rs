@@ -105,6 +105,21 @@ impl State {
         self.replace(i, entry);
         true
     }
+
+    /// Resolves, under the lock, the entries only the completion log still holds: those
+    /// completed before a reset ([`Journal::clear`]), kept there (at most `LOG_SLACK`) for
+    /// the live readers on their way to them, which [`Journal::resolved_state`] no longer
+    /// finds in memory.
+    pub(super) fn resolve_log(&mut self) {
+        for logged in self.log.iter_mut().flatten() {
+            if has_deferred(&logged.0) {
+                let mut entry = (*logged.0).clone();
+                resolve(&mut entry);
+                let bytes = size::entry_bytes(&entry);
+                *logged = (Arc::new(entry), bytes);
+            }
+        }
+    }
 }
 
 impl Journal {

@@ -347,6 +347,8 @@ impl Journal {
             self.publish(sink.as_deref_mut(), entry);
         }
         self.evict(&mut state);
+        // What the completion log keeps for live readers goes to them with its digests.
+        state.resolve_log();
         drop(state);
         drop(sink);
         self.appended.notify_waiters();
