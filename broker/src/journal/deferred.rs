@@ -80,8 +80,9 @@ impl State {
     }
 
     /// Drops the seqs at the front of the queue of deferred entries that memory no longer
-    /// holds, or holds resolved.
-    fn trim_deferred(&mut self) {
+    /// holds, or holds resolved (also after each eviction, so that the queue stays about as
+    /// long as memory is when nothing reads the journal).
+    pub(super) fn trim_deferred(&mut self) {
         while let Some(&seq) = self.deferred.front() {
             match self.index_of(seq) {
                 Some(i) if has_deferred(&self.entries[i].entry) => return,

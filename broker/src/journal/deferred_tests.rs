@@ -235,3 +235,20 @@ fn a_live_reader_behind_a_reset_gets_the_digests_of_the_entries_completed_before
     assert!(!has_deferred(produced), "a reader got records: {produced:?}");
     assert_eq!(digests(produced), Some(&walked(&batch)));
 }
+
+#[test]
+fn entries_evicted_by_count_leave_the_queue_of_entries_holding_records() {
+    // Nobody reads, and the byte bound is never reached: only the count bound evicts.
+    let journal = Journal::new(10, usize::MAX, None);
+    let batch = encoded(1);
+    for _ in 0..1_000 {
+        produce(&journal, &batch);
+    }
+    let state = journal.state();
+    assert_eq!(state.entries.len(), 10);
+    assert!(
+        state.deferred.len() <= state.entries.len(),
+        "{} seqs queued for 10 entries in memory",
+        state.deferred.len()
+    );
+}

@@ -267,6 +267,7 @@ impl Journal {
             state.log.pop_front();
             state.log_base += 1;
         }
+        state.trim_deferred();
     }
 
     /// Hands a completed entry to subscribers and the sink. Called under the journal lock
