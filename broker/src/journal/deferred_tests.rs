@@ -252,3 +252,20 @@ fn entries_evicted_by_count_leave_the_queue_of_entries_holding_records() {
         state.deferred.len()
     );
 }
+
+#[test]
+fn a_subscriber_that_comes_after_the_completion_looked_for_one_gets_the_digests() {
+    let journal = Journal::new(100, usize::MAX, None);
+    let batch = encoded(3);
+    // Completed with no sink and no subscriber: the entry keeps its records.
+    produce(&journal, &batch);
+    let held = journal.state().entries[0].entry.clone();
+    assert!(has_deferred(&held));
+    // A subscriber arriving between `finish`'s look for one and its publication (`subscribe`
+    // does not take the journal's lock) is handed the entry as `finish` left it.
+    let mut subscriber = journal.subscribe();
+    journal.publish(None, held);
+    let entry = subscriber.try_recv().unwrap();
+    assert!(!has_deferred(&entry), "a subscriber got records");
+    assert_eq!(digests(&entry), Some(&walked(&batch)));
+}

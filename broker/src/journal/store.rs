@@ -272,8 +272,17 @@ impl Journal {
 
     /// Hands a completed entry to subscribers and the sink. Called under the journal lock
     /// (and the sink's, taken first), so a subscriber that then reads memory sees each entry
-    /// either complete there or later here.
-    fn publish(&self, sink: Option<&mut Sink>, entry: Arc<Entry>) {
+    /// either complete there or later here. An entry still holding records (a subscriber
+    /// came after [`Self::finish`] looked for one: [`Self::subscribe`] takes no lock) goes
+    /// out with its digests, computed here.
+    pub(super) fn publish(&self, sink: Option<&mut Sink>, entry: Arc<Entry>) {
+        let entry = if has_deferred(&entry) {
+            let mut entry = Arc::unwrap_or_clone(entry);
+            resolve(&mut entry);
+            Arc::new(entry)
+        } else {
+            entry
+        };
         if let Some(sink) = sink {
             let mut line = Vec::with_capacity(512);
             let written = write_line(&mut line, &entry).and_then(|()| {
