@@ -224,15 +224,17 @@ fn a_live_reader_behind_a_reset_gets_the_digests_of_the_entries_completed_before
     produce(&journal, &batch);
     // The reset empties memory; the completion log keeps the entry for live readers.
     journal.clear(crate::journal::ClusterOperation::Reset);
-    let crate::journal::LivePage::Entries(entries, _) = journal.live_page(0, 100, |_| true)
-    else {
+    let crate::journal::LivePage::Entries(entries, _) = journal.live_page(0, 100, |_| true) else {
         panic!("the entry completed before the reset is still in the completion log");
     };
     let produced = entries
         .iter()
         .find(|e| e.is("Produce"))
         .expect("completed before the reset");
-    assert!(!has_deferred(produced), "a reader got records: {produced:?}");
+    assert!(
+        !has_deferred(produced),
+        "a reader got records: {produced:?}"
+    );
     assert_eq!(digests(produced), Some(&walked(&batch)));
 }
 
