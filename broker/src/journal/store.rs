@@ -274,8 +274,11 @@ impl Journal {
     /// (and the sink's, taken first), so a subscriber that then reads memory sees each entry
     /// either complete there or later here. An entry still holding records (a subscriber
     /// came after [`Self::finish`] looked for one: [`Self::subscribe`] takes no lock) goes
-    /// out with its digests, computed here.
+    /// out with its digests, computed here; with nobody to take it, nothing is computed.
     pub(super) fn publish(&self, sink: Option<&mut Sink>, entry: Arc<Entry>) {
+        if sink.is_none() && self.completed.receiver_count() == 0 {
+            return;
+        }
         let entry = if has_deferred(&entry) {
             let mut entry = Arc::unwrap_or_clone(entry);
             resolve(&mut entry);
