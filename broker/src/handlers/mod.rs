@@ -103,9 +103,11 @@ impl QuotaMute {
 }
 
 /// The record digests of each partition's batch of the last Produce request handled on a
-/// connection, in request order ([`crate::state::batch::digest`]): the handler computes them
-/// in its validation pass and the connection moves them into the request's journal entry,
-/// whether or not the request is answered. A connection handles one request at a time.
+/// connection, in request order ([`crate::state::batch::digest`]): the handler computes a
+/// compressed batch's in its validation pass and hands over an uncompressed batch's records
+/// for the journal to compute theirs when first read ([`crate::state::batch::DeferredDigests`]);
+/// the connection moves them into the request's journal entry, whether or not the request is
+/// answered. A connection handles one request at a time.
 #[derive(Debug, Default)]
 pub struct ProducedDigests(std::sync::Mutex<Digests>);
 

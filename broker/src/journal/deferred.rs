@@ -80,8 +80,9 @@ impl State {
     }
 
     /// Drops the seqs at the front of the queue of deferred entries that memory no longer
-    /// holds, or holds resolved.
-    fn trim_deferred(&mut self) {
+    /// holds, or holds resolved (also after each eviction, so that the queue stays about as
+    /// long as memory is when nothing reads the journal).
+    pub(super) fn trim_deferred(&mut self) {
         while let Some(&seq) = self.deferred.front() {
             match self.index_of(seq) {
                 Some(i) if has_deferred(&self.entries[i].entry) => return,
@@ -104,6 +105,21 @@ impl State {
         resolve(&mut entry);
         self.replace(i, entry);
         true
+    }
+
+    /// Resolves, under the lock, the entries only the completion log still holds: those
+    /// completed before a reset ([`Journal::clear`]), kept there (at most `LOG_SLACK`) for
+    /// the live readers on their way to them, which [`Journal::resolved_state`] no longer
+    /// finds in memory.
+    pub(super) fn resolve_log(&mut self) {
+        for logged in self.log.iter_mut().flatten() {
+            if has_deferred(&logged.0) {
+                let mut entry = (*logged.0).clone();
+                resolve(&mut entry);
+                let bytes = size::entry_bytes(&entry);
+                *logged = (Arc::new(entry), bytes);
+            }
+        }
     }
 }
 
@@ -154,221 +170,5 @@ impl Journal {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::io::Write;
-    use std::net::{Ipv4Addr, SocketAddr};
-    use std::sync::Mutex;
-
-    use bytes::Bytes;
-    use kafka_protocol::records::{Compression, Record};
-
-    use super::*;
-    use crate::journal::request::add_digests;
-    use crate::journal::store::{Arrival, Sink};
-    use crate::journal::summary::{ProducePartition, ProduceSummary};
-    use crate::state::batch::{self, BatchDigests, DeferredDigests, RecordDigest};
-
-    fn encoded(records: usize) -> Bytes {
-        let records: Vec<Record> = (0..records)
-            .map(|i| kmock_client::record(b"k", format!("value {i}").as_bytes()))
-            .collect();
-        kmock_client::encode_batch(&records, Compression::None).unwrap()
-    }
-
-    /// The digests the validating walk computes for `batch`.
-    fn walked(batch: &Bytes) -> Vec<RecordDigest> {
-        batch::inspect(batch, true, MAX_REQUEST_DIGESTS)
-            .take_digests()
-            .unwrap()
-    }
-
-    /// Appends and completes a Produce of `batch`, its digests deferred.
-    fn produce(journal: &Journal, batch: &Bytes) -> u64 {
-        let from = Arrival {
-            broker: 1,
-            conn: 1,
-            peer: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 1),
-        };
-        let seq = journal.append(&from, |entry| {
-            entry.api = Some("Produce".into());
-            entry.request = Some(RequestSummary::Produce(ProduceSummary {
-                transactional_id: None,
-                acks: -1,
-                timeout_ms: 30_000,
-                dropped_partitions: 0,
-                partitions: vec![ProducePartition {
-                    topic: "orders".into(),
-                    partition: 0,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                    base_sequence: -1,
-                    record_count: 1,
-                    first_timestamp: -1,
-                    max_timestamp: -1,
-                    base_offset: None,
-                    error_code: None,
-                    crc: None,
-                    digests: None,
-                    deferred: None,
-                }],
-            }));
-        });
-        let deferred = DeferredDigests::of_request(batch).unwrap().owned();
-        journal.finish(seq, |entry| {
-            let request = entry.request.as_mut().unwrap();
-            add_digests(request, vec![BatchDigests::Deferred(deferred)]);
-        });
-        seq
-    }
-
-    fn digests(entry: &Entry) -> Option<&Vec<RecordDigest>> {
-        match &entry.request {
-            Some(RequestSummary::Produce(p)) => p.partitions[0].digests.as_ref(),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn a_reader_gets_the_digests_the_validating_walk_computes_and_the_entry_shrinks() {
-        let journal = Journal::new(100, usize::MAX, None);
-        let batch = encoded(50);
-        produce(&journal, &batch);
-        let held = journal.state().bytes;
-        assert!(held > batch.len(), "the records are counted: {held}");
-        assert!(has_deferred(&journal.state().entries[0].entry));
-        let snapshot = journal.snapshot();
-        assert_eq!(digests(&snapshot.entries()[0]), Some(&walked(&batch)));
-        assert!(!has_deferred(&snapshot.entries()[0]));
-        let state = journal.state();
-        assert!(!has_deferred(&state.entries[0].entry));
-        assert!(
-            state.bytes < held - (batch.len() - 50 * 8) / 2,
-            "{}",
-            state.bytes
-        );
-        let logged = state.log[0].as_ref().unwrap();
-        assert_eq!(
-            digests(&logged.0),
-            Some(&walked(&batch)),
-            "the live log too"
-        );
-    }
-
-    #[test]
-    fn past_the_memory_bound_records_give_way_to_digests_before_entries_are_evicted() {
-        let batch = encoded(200);
-        let one = {
-            let journal = Journal::new(100, usize::MAX, None);
-            produce(&journal, &batch);
-            journal.snapshot();
-            let bytes = journal.state().bytes;
-            bytes
-        };
-        // Room for ten entries with digests, not for two with records.
-        let journal = Journal::new(100, 10 * one, None);
-        for _ in 0..10 {
-            produce(&journal, &batch);
-        }
-        let state = journal.state();
-        assert_eq!((state.entries.len(), state.evicted), (10, 0));
-        let deferred = state
-            .entries
-            .iter()
-            .filter(|s| has_deferred(&s.entry))
-            .count();
-        assert!(deferred <= 1, "{deferred} entries still hold records");
-        drop(state);
-        let snapshot = journal.snapshot();
-        assert!(snapshot
-            .entries()
-            .iter()
-            .all(|e| digests(e) == Some(&walked(&batch))));
-    }
-
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn a_sink_and_a_subscriber_get_the_digests_when_the_entry_completes() {
-        let out = Shared::default();
-        let journal = Journal::new(100, usize::MAX, Some(Sink(Box::new(out.clone()))));
-        let mut subscriber = journal.subscribe();
-        let batch = encoded(3);
-        produce(&journal, &batch);
-        let line = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-        let first = walked(&batch)[0].to_string();
-        assert!(line.contains(&first), "{line}");
-        let entry = subscriber.try_recv().unwrap();
-        assert_eq!(digests(&entry), Some(&walked(&batch)));
-        assert!(journal.state().deferred.is_empty());
-    }
-
-    #[test]
-    fn a_batch_past_the_request_bound_keeps_no_digest_in_any_form() {
-        let mut entry = Entry::new(
-            1,
-            0,
-            &Arrival {
-                broker: 1,
-                conn: 1,
-                peer: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 1),
-            },
-        );
-        let batch = encoded(3);
-        let partition = |deferred: Option<DeferredDigests>, digests| ProducePartition {
-            topic: "orders".into(),
-            partition: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            base_sequence: -1,
-            record_count: 3,
-            first_timestamp: -1,
-            max_timestamp: -1,
-            base_offset: None,
-            error_code: None,
-            crc: None,
-            digests,
-            deferred,
-        };
-        // A computed batch that uses up the bound but two, then a deferred one of three and a
-        // computed one of two: the deferred one does not fit, the last does.
-        entry.request = Some(RequestSummary::Produce(ProduceSummary {
-            transactional_id: None,
-            acks: -1,
-            timeout_ms: 30_000,
-            dropped_partitions: 0,
-            partitions: vec![
-                partition(None, Some(vec![RecordDigest(0); MAX_REQUEST_DIGESTS - 2])),
-                partition(DeferredDigests::of_request(&batch), None),
-                partition(None, Some(vec![RecordDigest(1); 2])),
-            ],
-        }));
-        resolve(&mut entry);
-        let Some(RequestSummary::Produce(p)) = &entry.request else {
-            unreachable!()
-        };
-        let lengths: Vec<_> = p
-            .partitions
-            .iter()
-            .map(|b| (b.digests.as_ref().map(Vec::len), b.deferred.is_some()))
-            .collect();
-        assert_eq!(
-            lengths,
-            [
-                (Some(MAX_REQUEST_DIGESTS - 2), false),
-                (None, false),
-                (Some(2), false)
-            ]
-        );
-    }
-}
+#[path = "deferred_tests.rs"]
+mod tests;

@@ -267,12 +267,25 @@ impl Journal {
             state.log.pop_front();
             state.log_base += 1;
         }
+        state.trim_deferred();
     }
 
     /// Hands a completed entry to subscribers and the sink. Called under the journal lock
     /// (and the sink's, taken first), so a subscriber that then reads memory sees each entry
-    /// either complete there or later here.
-    fn publish(&self, sink: Option<&mut Sink>, entry: Arc<Entry>) {
+    /// either complete there or later here. An entry still holding records (a subscriber
+    /// came after [`Self::finish`] looked for one: [`Self::subscribe`] takes no lock) goes
+    /// out with its digests, computed here; with nobody to take it, nothing is computed.
+    pub(super) fn publish(&self, sink: Option<&mut Sink>, entry: Arc<Entry>) {
+        if sink.is_none() && self.completed.receiver_count() == 0 {
+            return;
+        }
+        let entry = if has_deferred(&entry) {
+            let mut entry = Arc::unwrap_or_clone(entry);
+            resolve(&mut entry);
+            Arc::new(entry)
+        } else {
+            entry
+        };
         if let Some(sink) = sink {
             let mut line = Vec::with_capacity(512);
             let written = write_line(&mut line, &entry).and_then(|()| {
@@ -347,6 +360,8 @@ impl Journal {
             self.publish(sink.as_deref_mut(), entry);
         }
         self.evict(&mut state);
+        // What the completion log keeps for live readers goes to them with its digests.
+        state.resolve_log();
         drop(state);
         drop(sink);
         self.appended.notify_waiters();
