@@ -153,7 +153,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
         0
     };
     let (mut inspected, digests) = inspect_all(&request, version >= 7, budget, true).await;
-    let mut journal_digests = if recording {
+    let mut for_journal = if recording {
         journal_digests(&request, &inspected, digests)
     } else {
         Vec::new()
@@ -233,7 +233,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
                             appended = true;
                             // The journal shares the stored records rather than copy them.
                             if let (Some(stored), Some(digests)) =
-                                (shared_request.stored.take(), journal_digests.get_mut(at))
+                                (shared_request.stored.take(), for_journal.get_mut(at))
                             {
                                 *digests = batch::BatchDigests::Deferred(stored);
                             }
@@ -281,7 +281,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
         ctx.shared.data_arrived.notify_waiters();
     }
     if recording {
-        let owned = journal_digests.into_iter().map(batch::BatchDigests::owned);
+        let owned = for_journal.into_iter().map(batch::BatchDigests::owned);
         ctx.produced.set(owned.collect());
     }
     answer(
