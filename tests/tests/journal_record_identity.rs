@@ -150,11 +150,13 @@ async fn deferred_digests_are_those_of_the_same_records_walked_compressed() -> a
     )
     .await?;
     common::create_topic_with_configs(&client, "small", 1, &[("max.message.bytes", "100")]).await?;
+    // Each of at least 8 records (kmock's `DEFERRED_FROM_RECORDS`): uncompressed, their digests
+    // are computed when the journal is read.
     let sets = [
-        records("a", 3),
-        records("b", 2),
-        records("d", 4),
-        records("e", 5),
+        records("a", 8),
+        records("b", 9),
+        records("d", 10),
+        records("e", 11),
     ];
     let plain: Vec<Bytes> = sets.iter().map(|r| batch(r, Compression::None)).collect();
     let lz4: Vec<Bytes> = sets.iter().map(|r| batch(r, Compression::Lz4)).collect();

@@ -148,7 +148,7 @@ fn a_sink_and_a_subscriber_get_the_digests_when_the_entry_completes() {
     let out = Shared::default();
     let journal = Journal::new(100, usize::MAX, Some(Sink(Box::new(out.clone()))));
     let mut subscriber = journal.subscribe();
-    let batch = encoded(3);
+    let batch = encoded(8);
     produce(&journal, &batch);
     let line = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
     let first = walked(&batch)[0].to_string();
@@ -169,14 +169,14 @@ fn a_batch_past_the_request_bound_keeps_no_digest_in_any_form() {
             peer: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 1),
         },
     );
-    let batch = encoded(3);
+    let batch = encoded(8);
     let partition = |deferred: Option<DeferredDigests>, digests| ProducePartition {
         topic: "orders".into(),
         partition: 0,
         producer_id: -1,
         producer_epoch: -1,
         base_sequence: -1,
-        record_count: 3,
+        record_count: 8,
         first_timestamp: -1,
         max_timestamp: -1,
         base_offset: None,
@@ -185,7 +185,7 @@ fn a_batch_past_the_request_bound_keeps_no_digest_in_any_form() {
         digests,
         deferred,
     };
-    // A computed batch that uses up the bound but two, then a deferred one of three and a
+    // A computed batch that uses up the bound but two, then a deferred one of eight and a
     // computed one of two: the deferred one does not fit, the last does.
     entry.request = Some(RequestSummary::Produce(ProduceSummary {
         transactional_id: None,
@@ -220,7 +220,7 @@ fn a_batch_past_the_request_bound_keeps_no_digest_in_any_form() {
 #[test]
 fn a_live_reader_behind_a_reset_gets_the_digests_of_the_entries_completed_before_it() {
     let journal = Journal::new(100, usize::MAX, None);
-    let batch = encoded(5);
+    let batch = encoded(9);
     produce(&journal, &batch);
     // The reset empties memory; the completion log keeps the entry for live readers.
     journal.clear(crate::journal::ClusterOperation::Reset);
@@ -242,7 +242,7 @@ fn a_live_reader_behind_a_reset_gets_the_digests_of_the_entries_completed_before
 fn entries_evicted_by_count_leave_the_queue_of_entries_holding_records() {
     // Nobody reads, and the byte bound is never reached: only the count bound evicts.
     let journal = Journal::new(10, usize::MAX, None);
-    let batch = encoded(1);
+    let batch = encoded(8);
     for _ in 0..1_000 {
         produce(&journal, &batch);
     }
@@ -258,7 +258,7 @@ fn entries_evicted_by_count_leave_the_queue_of_entries_holding_records() {
 #[test]
 fn a_subscriber_that_comes_after_the_completion_looked_for_one_gets_the_digests() {
     let journal = Journal::new(100, usize::MAX, None);
-    let batch = encoded(3);
+    let batch = encoded(8);
     // Completed with no sink and no subscriber: the entry keeps its records.
     produce(&journal, &batch);
     let held = journal.state().entries[0].entry.clone();

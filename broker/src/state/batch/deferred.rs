@@ -21,6 +21,13 @@ use super::header::{at, attributes_of, read_i32, COMPRESSION_MASK, NONE};
 use super::StoredBytes;
 use crate::connection::READ_BUFFER_BYTES;
 
+/// The fewest records of a batch whose digests are deferred. Deferring costs about 700
+/// instructions a batch on the request path (handing the log's bytes to the journal, the first
+/// clone of which allocates); hashing a record of about 100 bytes in the validating walk costs
+/// about 120 (callgrind, issue 21's one-record Produce and figure 6): a batch of fewer records
+/// gets its digests at once.
+pub const DEFERRED_FROM_RECORDS: i32 = 8;
+
 /// One batch's record digests as the Produce handler hands them to the journal.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum BatchDigests {
@@ -67,17 +74,20 @@ impl DeferredDigests {
     /// digests the validating walk computes).
     pub fn of_stored(stored: &StoredBytes) -> Option<Self> {
         let header = stored.header();
-        (attributes_of(header) & COMPRESSION_MASK == NONE).then(|| Self {
+        Self::defers(header).then(|| Self {
             records: stored.records.clone(),
             declared: read_i32(header, at::RECORD_COUNT),
             owned: true,
         })
     }
 
-    /// Whether the digests of `batch` (a batch as a Produce request holds it) are deferred:
-    /// an uncompressed batch's are.
+    /// Whether the digests of `batch` (a batch as a Produce request holds it, or at least its
+    /// header) are deferred: those of an uncompressed batch of [`DEFERRED_FROM_RECORDS`]
+    /// records or more are.
     pub fn defers(batch: &[u8]) -> bool {
-        batch.len() >= at::RECORDS && attributes_of(batch) & COMPRESSION_MASK == NONE
+        batch.len() >= at::RECORDS
+            && attributes_of(batch) & COMPRESSION_MASK == NONE
+            && read_i32(batch, at::RECORD_COUNT) >= DEFERRED_FROM_RECORDS
     }
 
     /// The records of a batch as a Produce request holds it (header included), still in the
@@ -230,18 +240,23 @@ mod tests {
     }
 
     #[test]
-    fn a_compressed_batch_is_not_deferred_and_a_batch_over_the_budget_has_no_digests() {
+    fn a_compressed_or_small_batch_is_not_deferred_and_one_over_the_budget_has_no_digests() {
         assert_eq!(
-            DeferredDigests::of_request(&batch(3, Compression::Lz4)),
+            DeferredDigests::of_request(&batch(10, Compression::Lz4)),
+            None
+        );
+        let few = DEFERRED_FROM_RECORDS as usize - 1;
+        assert_eq!(
+            DeferredDigests::of_request(&batch(few, Compression::None)),
             None
         );
         assert_eq!(
             DeferredDigests::of_request(&Bytes::from_static(b"short")),
             None
         );
-        let deferred = DeferredDigests::of_request(&batch(3, Compression::None)).unwrap();
-        assert_eq!(deferred.digests(2), None);
-        assert_eq!(deferred.digests(3).map(|d| d.len()), Some(3));
+        let deferred = DeferredDigests::of_request(&batch(10, Compression::None)).unwrap();
+        assert_eq!(deferred.digests(9), None);
+        assert_eq!(deferred.digests(10).map(|d| d.len()), Some(10));
     }
 
     fn random_record() -> impl Strategy<Value = Record> {
@@ -263,7 +278,7 @@ mod tests {
     proptest! {
         #[test]
         fn deferred_digests_equal_the_walks_for_any_batch(
-            records in proptest::collection::vec(random_record(), 1..40)
+            records in proptest::collection::vec(random_record(), DEFERRED_FROM_RECORDS as usize..40)
         ) {
             let bytes = kmock_client::encode_batch(&records, Compression::None).unwrap();
             let walked = inspect(&bytes, true, 1 << 20).take_digests().unwrap();
@@ -274,7 +289,7 @@ mod tests {
 
     #[test]
     fn small_records_of_a_request_are_copied_out_of_its_buffer() {
-        let bytes = batch(3, Compression::None);
+        let bytes = batch(10, Compression::None);
         let deferred = DeferredDigests::of_request(&bytes).unwrap();
         let records = &bytes[at::RECORDS..];
         assert_eq!(deferred.records.as_ptr(), records.as_ptr());
