@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use super::digest::{contents_digest, RecordDigest};
 use super::header::{at, attributes_of, read_i32, COMPRESSION_MASK, NONE};
+use super::records;
 use super::StoredBytes;
 use crate::connection::READ_BUFFER_BYTES;
 
@@ -141,7 +142,7 @@ impl DeferredDigests {
         let mut digests = Vec::with_capacity(n);
         let mut rest = &self.records[..];
         for _ in 0..n {
-            let Some((contents, after)) = next_record_contents(rest) else {
+            let Some((contents, after)) = records::next_contents(rest) else {
                 tracing::error!("a validated batch's records no longer read");
                 return None;
             };
@@ -154,40 +155,6 @@ impl DeferredDigests {
         }
         Some(digests)
     }
-}
-
-/// The key, value and headers of the first record of `records` (the bytes after its length
-/// varint, attributes, timestamp delta and offset delta), and the records after it; `None` when
-/// the record does not read.
-fn next_record_contents(records: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (length, at) = varint(records)?;
-    let length = usize::try_from(length).ok()?;
-    let body = records.get(at..at.checked_add(length)?)?;
-    let mut start = 1; // attributes
-    start += varint_len(body.get(start..)?, 10)?; // timestamp delta, a varlong
-    start += varint_len(body.get(start..)?, 5)?; // offset delta
-    Some((body.get(start..)?, &records[at + length..]))
-}
-
-/// The zigzag varint at the start of `bytes` (at most 5 bytes), and its length.
-fn varint(bytes: &[u8]) -> Option<(i32, usize)> {
-    let mut raw: u32 = 0;
-    for (i, &b) in bytes.iter().take(5).enumerate() {
-        raw |= u32::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(((raw >> 1) as i32 ^ -((raw & 1) as i32), i + 1));
-        }
-    }
-    None
-}
-
-/// The length of the varint at the start of `bytes`, of at most `max` bytes.
-fn varint_len(bytes: &[u8], max: usize) -> Option<usize> {
-    bytes
-        .iter()
-        .take(max)
-        .position(|&b| b & 0x80 == 0)
-        .map(|i| i + 1)
 }
 
 #[cfg(test)]

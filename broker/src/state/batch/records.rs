@@ -204,6 +204,22 @@ fn whole_record(buffered: &[u8]) -> Option<(usize, usize)> {
     (end <= buffered.len()).then_some((cursor.at, end))
 }
 
+/// The key, value and headers of the first record of `records` as on the wire
+/// ([`RecordView::contents`]: the record after its length, attributes, timestamp delta and
+/// offset delta), and the records after it; `None` when that record does not read so. Checks
+/// nothing else: for records a walk already validated ([`super::DeferredDigests`]).
+pub(super) fn next_contents(records: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (start, end) = whole_record(records)?;
+    let mut cursor = Cursor {
+        bytes: &records[start..end],
+        at: 0,
+    };
+    cursor.u8().ok()?;
+    cursor.varlong().ok()?;
+    cursor.varint().ok()?;
+    Some((&records[start + cursor.at..end], &records[end..]))
+}
+
 /// A refusal of the records, worded on the cold path.
 #[cold]
 #[inline(never)]
