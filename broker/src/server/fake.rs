@@ -14,6 +14,7 @@ use super::{Arrived, ConnCtx};
 use crate::codec::{self, CodecError, Decoded};
 use crate::faults::Fired;
 use crate::handlers::{self, Answer, Ctx, ProducedDigests};
+use crate::journal::Journal;
 use crate::outbox::{add_digests, Outbox};
 
 /// Fake mode's processor: handles the queued requests one at a time, in order, writing each
@@ -161,10 +162,7 @@ pub(super) async fn answer_requests(
                 continue;
             }
             Outcome::Close(reason) => {
-                journal.finish(seq, |entry| {
-                    add_digests(entry, digests);
-                    entry.closed = Some(reason.clone());
-                });
+                finish_closed(journal, seq, digests, &reason);
                 // What was answered before goes out before the connection closes.
                 let _ = tokio::select! {
                     biased;
@@ -188,10 +186,7 @@ pub(super) async fn answer_requests(
                     Ok(full) => full,
                     Err((e, digests)) => {
                         let reason = format!("no answer could be made: {e}");
-                        journal.finish(seq, |entry| {
-                            add_digests(entry, digests);
-                            entry.closed = Some(reason.clone());
-                        });
+                        finish_closed(journal, seq, digests, &reason);
                         closing(&reason, Some(seq));
                         break;
                     }
@@ -225,10 +220,7 @@ pub(super) async fn answer_requests(
             },
             Err(e) => {
                 let reason = format!("no answer could be made: {e}");
-                journal.finish(seq, |entry| {
-                    add_digests(entry, digests);
-                    entry.closed = Some(reason.clone());
-                });
+                finish_closed(journal, seq, digests, &reason);
                 Err(reason)
             }
         };
@@ -239,6 +231,14 @@ pub(super) async fn answer_requests(
     }
     // Answers not sent (a write failed, or the connection is closing): unanswered.
     outbox.abandon();
+}
+
+/// Completes entry `seq` unanswered, with its record digests and why its connection closes.
+fn finish_closed(journal: &Journal, seq: u64, digests: handlers::Digests, reason: &str) {
+    journal.finish(seq, |entry| {
+        add_digests(entry, digests);
+        entry.closed = Some(reason.to_owned());
+    });
 }
 
 /// What happens to one request once it has been handled.
