@@ -31,6 +31,7 @@ mod deferred;
 pub mod digest;
 mod header;
 pub mod records;
+mod scan;
 mod stored;
 
 use bytes::Bytes;
@@ -142,21 +143,19 @@ pub fn validate(records: &Bytes, rules: &Rules) -> Result<ValidBatch, InvalidBat
 /// over.
 pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Inspected {
     let before_size = check_before_size(records, zstd_allowed).err();
-    let mut keyless = false;
-    // The smallest and largest record timestamps, `i64::MAX` and `i64::MIN` while none is set.
-    let (mut lowest, mut highest) = (i64::MAX, i64::MIN);
+    let mut bounds = scan::Bounds::default();
     let base_timestamp = header(records).map_or(0, |h| h.first_timestamp);
     let declared = header(records).map_or(0, |h| h.record_count);
     let mut digests = digest::Collector::new(digest_budget, declared);
     let after_size = match before_size {
         Some(_) => None,
+        // No digests to compute: the records need only be checked and their bounds gathered.
+        None if digest_budget == 0 => {
+            check_after_size_gathering(records, base_timestamp, &mut bounds).err()
+        }
         None => check_after_size(records, |record| {
-            keyless |= record.key.is_none();
             let timestamp = base_timestamp.wrapping_add(record.timestamp_delta);
-            if timestamp != NO_TIMESTAMP {
-                lowest = lowest.min(timestamp);
-                highest = highest.max(timestamp);
-            }
+            bounds.add(record.key.is_none(), timestamp);
             digests.add(record);
             Ok(())
         })
@@ -167,8 +166,8 @@ pub fn inspect(records: &Bytes, zstd_allowed: bool, digest_budget: usize) -> Ins
         records: records.clone(),
         before_size,
         after_size,
-        keyless,
-        record_timestamps: (lowest <= highest).then_some((lowest, highest)),
+        keyless: bounds.keyless,
+        record_timestamps: bounds.timestamps(),
         digests: digests.finish(walked),
     }
 }
@@ -301,6 +300,37 @@ fn check_after_size(
     records: &[u8],
     on_record: impl FnMut(&records::RecordView<'_>) -> Result<(), String>,
 ) -> Result<(), InvalidBatch> {
+    let (codec, record_count, body) = check_header_after_size(records)?;
+    walk_records(codec, record_count, body, on_record)
+}
+
+/// [`check_after_size`] gathering only the records' [`scan::Bounds`] into `bounds`, timestamps
+/// read from `base_timestamp` (the header's, ms): an
+/// uncompressed batch is checked by [`scan::scan`], a single pass over its bytes, and walked
+/// ([`records::walk`]) only when that refuses it, to word the refusal; a compressed batch is
+/// walked as it decompresses.
+fn check_after_size_gathering(
+    records: &[u8],
+    base_timestamp: i64,
+    bounds: &mut scan::Bounds,
+) -> Result<(), InvalidBatch> {
+    let (codec, record_count, body) = check_header_after_size(records)?;
+    if codec == NONE {
+        if let Some(scanned) = scan::scan(body, record_count, base_timestamp) {
+            *bounds = scanned;
+            return Ok(());
+        }
+    }
+    walk_records(codec, record_count, body, |record| {
+        let timestamp = base_timestamp.wrapping_add(record.timestamp_delta);
+        bounds.add(record.key.is_none(), timestamp);
+        Ok(())
+    })
+}
+
+/// The header checks after `max.message.bytes` (CRC, codec, control bit, record count), on a
+/// batch that passed [`check_before_size`]: its codec, record count and records section.
+fn check_header_after_size(records: &[u8]) -> Result<(i16, i32, &[u8]), InvalidBatch> {
     use ResponseError::{CorruptMessage, InvalidRecord};
     let stored_crc = read_u32(records, at::CRC);
     let actual_crc = crc32c::crc32c(&records[at::ATTRIBUTES..]);
@@ -347,6 +377,17 @@ fn check_after_size(
             ),
         ));
     }
+    Ok((codec, record_count, body))
+}
+
+/// Walks the `record_count` records of a batch whose header is checked, `body` its records
+/// section as sent (compressed with `codec` or not), calling `on_record` for each.
+fn walk_records(
+    codec: i16,
+    record_count: i32,
+    body: &[u8],
+    on_record: impl FnMut(&records::RecordView<'_>) -> Result<(), String>,
+) -> Result<(), InvalidBatch> {
     // Uncompressed records are walked straight from the slice (no boxed reader, no dynamic
     // call per byte read).
     let walked = if codec == NONE {
@@ -358,7 +399,7 @@ fn check_after_size(
     };
     walked.map_err(|e| {
         InvalidBatch::new(
-            InvalidRecord,
+            ResponseError::InvalidRecord,
             format!("the records of a batch of {record_count} are invalid: {e}"),
         )
     })

@@ -1,5 +1,6 @@
 //! Property tests: the record walk against `kafka-protocol`'s decoder on the same bytes, for
-//! random batches of every codec and random mutations of them.
+//! random batches of every codec and random mutations of them; and the validate-only pass over
+//! uncompressed records ([`scan::scan`]) against the walk.
 
 use bytes::{Bytes, BytesMut};
 use indexmap::IndexMap;
@@ -7,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 use proptest::prelude::*;
 
-use super::header::{at, read_i32, COMPRESSION_MASK, CONTROL, ZSTD};
+use super::header::{at, read_i32, read_i64, COMPRESSION_MASK, CONTROL, ZSTD};
 use super::*;
 
 const RULES: Rules = Rules {
@@ -251,5 +252,128 @@ proptest! {
         let whole = walk_of(&mut &section[..], declared);
         let byte_by_byte = walk_of(&mut std::io::BufReader::with_capacity(1, section), declared);
         prop_assert_eq!(whole, byte_by_byte);
+    }
+}
+
+/// Records with timestamps around -1 (Kafka's `NO_TIMESTAMP`, which the bounds leave out) or
+/// around now (two-byte and longer timestamp deltas), and null or present keys.
+fn scanned_batch() -> impl Strategy<Value = Bytes> {
+    let timestamps = prop_oneof![Just(0i64), Just(1_700_000_000_000i64)];
+    let offsets = proptest::collection::vec((record(), -3i64..3), 1..30);
+    (timestamps, offsets).prop_map(|(origin, records)| {
+        let records: Vec<Record> = records
+            .into_iter()
+            .map(|(r, offset)| Record {
+                timestamp: if origin == 0 { offset } else { r.timestamp },
+                ..r
+            })
+            .collect();
+        kmock_client::encode_batch(&records, Compression::None).unwrap()
+    })
+}
+
+/// Gives record `which` (modulo the record count) of an uncompressed `batch` `extra` more
+/// bytes after its fields (its length rewritten to take them), or, for no `extra`, one byte
+/// fewer: a record whose length is not its fields, which only that check refuses.
+fn resize_record(batch: &Bytes, which: usize, extra: &[u8]) -> Bytes {
+    fn varint(bytes: &[u8]) -> (i32, usize) {
+        let mut raw = 0u32;
+        for (i, b) in bytes.iter().enumerate().take(5) {
+            raw |= u32::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return ((raw >> 1) as i32 ^ -((raw & 1) as i32), i + 1);
+            }
+        }
+        panic!("a valid batch has valid varints")
+    }
+    let declared = read_i32(batch, at::RECORD_COUNT) as usize;
+    let mut out = BytesMut::from(&batch[..at::RECORDS]);
+    let mut rest = &batch[at::RECORDS..];
+    for index in 0..declared {
+        let (size, taken) = varint(rest);
+        let mut body = rest[taken..taken + size as usize].to_vec();
+        rest = &rest[taken + size as usize..];
+        if index == which % declared {
+            match extra {
+                [] => drop(body.pop()),
+                _ => body.extend_from_slice(extra),
+            }
+        }
+        let mut length = (body.len() as u32) << 1;
+        while length >= 0x80 {
+            out.extend_from_slice(&[(length as u8) | 0x80]);
+            length >>= 7;
+        }
+        out.extend_from_slice(&[length as u8]);
+        out.extend_from_slice(&body);
+    }
+    fix_up(&mut out);
+    out.freeze()
+}
+
+/// The walk's verdict on the records section of `batch` with the bounds the Produce handler
+/// gathers from its records, `None` when it refuses them.
+fn walk_bounds(batch: &[u8]) -> Option<scan::Bounds> {
+    let declared = read_i32(batch, at::RECORD_COUNT);
+    let base_timestamp = read_i64(batch, at::BASE_TIMESTAMP);
+    let mut bounds = scan::Bounds::default();
+    records::walk(&mut &batch[at::RECORDS..], declared, |r| {
+        bounds.add(
+            r.key.is_none(),
+            base_timestamp.wrapping_add(r.timestamp_delta),
+        );
+        Ok(())
+    })
+    .ok()
+    .map(|()| bounds)
+}
+
+/// What [`inspect`] leaves of a batch: its verdict under `rules` and the bounds it gathered.
+fn inspected(
+    batch: &Bytes,
+    budget: usize,
+    rules: &Rules,
+) -> (Result<Option<(i64, i64)>, InvalidBatch>, bool) {
+    let inspected = inspect(batch, true, budget);
+    let keyless = inspected.keyless;
+    let verdict = inspected.validate(rules).map(|v| v.record_timestamps);
+    (verdict, keyless)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The validate-only pass accepts exactly the uncompressed records the walk accepts, with
+    /// the same null-key flag and timestamp bounds; and `inspect` without digests (the pass)
+    /// answers as `inspect` with them (the walk): the same verdict, the same refusal worded.
+    #[test]
+    fn the_scan_and_the_walk_agree(
+        batch in scanned_batch(),
+        resize in proptest::option::weighted(0.2, (any::<usize>(), proptest::collection::vec(any::<u8>(), 0..3))),
+        mutation in proptest::option::weighted(0.7, mutation()),
+        key_required in any::<bool>(),
+    ) {
+        let batch = match &resize {
+            Some((which, extra)) => resize_record(&batch, *which, extra),
+            None => batch,
+        };
+        let batch = match &mutation {
+            Some(m) => mutate(&batch, m),
+            None => batch,
+        };
+        let declared = read_i32(&batch, at::RECORD_COUNT);
+        let base_timestamp = read_i64(&batch, at::BASE_TIMESTAMP);
+        let scanned = scan::scan(&batch[at::RECORDS..], declared, base_timestamp);
+        prop_assert_eq!(scanned, walk_bounds(&batch), "{:?}", mutation);
+        if mutation.is_none() {
+            prop_assert_eq!(scanned.is_some(), resize.is_none());
+        }
+        let rules = Rules { max_message_bytes: usize::MAX, key_required };
+        prop_assert_eq!(
+            inspected(&batch, 0, &rules),
+            // Digests asked for: the walk, whatever the batch.
+            inspected(&batch, digest::MAX_REQUEST_DIGESTS, &rules),
+            "{:?}", mutation
+        );
     }
 }
