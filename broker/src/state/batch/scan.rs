@@ -61,32 +61,35 @@ impl Bounds {
 /// `None` when the walk would refuse the records: the caller walks them to word why.
 pub(super) fn scan(records: &[u8], declared: i32, base_timestamp: i64) -> Option<Bounds> {
     let mut bounds = Bounds::default();
-    let mut at = 0;
-    for index in 0..declared {
-        let (size, start) = varint(records, at)?;
+    let mut rest = records;
+    // Each record's offset delta as its zigzag (twice its index), and the last one's after it.
+    let mut offset_delta = 0u32;
+    // None for a count below 1, as the walk reads it (the header check refuses it first).
+    let end = u32::try_from(declared).map_or(0, |n| n * 2);
+    while offset_delta != end {
+        let (size, start) = varint(rest, 0)?;
         // A negative length (an odd zigzag) is refused.
         let size = even(size)?;
-        let end = start.checked_add(size)?;
-        let record = records.get(start..end)?;
-        let (key_is_null, timestamp_delta) = record_fields(record, index)?;
+        // No overflow: `start` is at most 5, `size` below 2^31.
+        let record = rest.get(start..start + size)?;
+        let (key_is_null, timestamp_delta) = record_fields(record, offset_delta)?;
         bounds.add(key_is_null, base_timestamp.wrapping_add(timestamp_delta));
-        at = end;
+        rest = &rest[start + size..];
+        offset_delta += 2;
     }
-    (at == records.len()).then_some(bounds)
+    rest.is_empty().then_some(bounds)
 }
 
-/// Checks one record, its bytes after its length varint, as record `index`: whether its key
-/// is null and its timestamp delta, `None` when the walk refuses it.
+/// Checks one record, its bytes after its length varint, whose offset delta must be the
+/// zigzag `offset_delta` (its index, twice): whether its key is null and its timestamp delta,
+/// `None` when the walk refuses it.
 #[inline(always)]
-fn record_fields(record: &[u8], index: i32) -> Option<(bool, i64)> {
-    // The attributes byte, unread, then the timestamp delta.
-    if record.is_empty() {
-        return None;
-    }
+fn record_fields(record: &[u8], offset_delta: u32) -> Option<(bool, i64)> {
+    // The attributes byte, unread (a record without it has no timestamp delta either), then
+    // the timestamp delta.
     let (timestamp_delta, at) = varlong(record, 1)?;
-    // The offset delta, compared as its zigzag: the index's is twice the index.
-    let (offset_delta, at) = varint(record, at)?;
-    if offset_delta != (index as u32) << 1 {
+    let (sent, at) = varint(record, at)?;
+    if sent != offset_delta {
         return None;
     }
     let (key, at) = nullable(record, at)?;
@@ -142,8 +145,9 @@ fn varint(bytes: &[u8], at: usize) -> Option<(u32, usize)> {
 }
 
 /// A varint of three bytes or more: its zigzag and the position after it, that position 0 when
-/// it is cut short or too long (a pair, returned in registers).
-#[inline(never)]
+/// it is cut short or too long. Inlined, as the rest: a call would make every register the
+/// loop keeps across records (bounds, position) be saved and restored on each record.
+#[inline(always)]
 fn long_varint(bytes: &[u8], at: usize) -> (u32, usize) {
     let mut raw: u32 = 0;
     for i in 0..5 {
@@ -176,7 +180,7 @@ fn varlong(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
 
 /// A varlong of three bytes or more: its zigzag and the position after it, that position 0
 /// when it is cut short or too long.
-#[inline(never)]
+#[inline(always)]
 fn long_varlong(bytes: &[u8], at: usize) -> (u64, usize) {
     let mut raw: u64 = 0;
     for i in 0..10 {
