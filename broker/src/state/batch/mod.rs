@@ -8,7 +8,9 @@
 //! header is copied: large records stay in the buffer the request arrived in ([`StoredBytes`]).
 //!
 //! Validating a batch is broker logic, so kmock does it itself ([`header`] for the fixed fields,
-//! [`records`] for the record walk, [`decompress`] for the codecs): the records are walked one
+//! [`records`] for the record walk, [`scan`] for the
+//! single pass that checks an uncompressed batch when nothing reads its records, [`decompress`]
+//! for the codecs): the records are walked one
 //! by one as they decompress, without building a record or inflating the batch, so the memory one
 //! batch's validation takes is a buffer, whatever its header claims. `kafka-protocol` decodes
 //! messages; its record decoder is left to the Fetch path and the client.
