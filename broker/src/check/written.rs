@@ -77,7 +77,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                         continue;
                     };
                     let written = partitions
-                        .entry((b.topic.as_str(), b.partition))
+                        .entry((&*b.topic, b.partition))
                         .or_default();
                     let new = Written {
                         entry,
