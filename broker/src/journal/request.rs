@@ -247,7 +247,10 @@ pub(crate) fn summarize(
 
 /// Puts each partition's record digests (in request order, as the Produce handler computed
 /// or deferred them) into a Produce summary; items past the summary's bound are not kept.
-pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<BatchDigests>) {
+pub(crate) fn add_digests(
+    summary: &mut RequestSummary,
+    digests: impl IntoIterator<Item = BatchDigests>,
+) {
     if let RequestSummary::Produce(s) = summary {
         for (p, d) in s.partitions.iter_mut().zip(digests) {
             (p.digests, p.deferred) = match d {
