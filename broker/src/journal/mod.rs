@@ -21,6 +21,7 @@
 //! [`Entry::operation`] set and no API.
 
 mod admin_summary;
+mod changes;
 mod consumer_summary;
 mod deferred;
 mod hand_over;
