@@ -89,10 +89,7 @@ fn lost_writes(state: &ClusterState, entries: &[Entry]) -> Vec<Violation> {
             continue;
         };
         for b in produce.partitions.iter().filter(|b| {
-            b.error_code == Some(0)
-                && deleted_at
-                    .get(&*b.topic)
-                    .is_none_or(|&seq| seq < entry.seq)
+            b.error_code == Some(0) && deleted_at.get(&*b.topic).is_none_or(|&seq| seq < entry.seq)
         }) {
             let Some(offset) = b.base_offset else {
                 continue;

@@ -395,10 +395,9 @@ fn record_request(decoded: &Decoded, shared: &Shared, names: &mut Names) -> Reco
                 .as_ref()
                 .map(|c| names.client_id(c.as_str())),
             request: {
-                let mut summary =
-                    summary::summarize(&request.body, request.version, names, |id| {
-                        shared.state().topic_by_id(id).map(|t| t.name.clone())
-                    });
+                let mut summary = summary::summarize(&request.body, request.version, names, |id| {
+                    shared.state().topic_by_id(id).map(|t| t.name.clone())
+                });
                 // The answer names topics by id only: their names are taken now.
                 if let RequestSummary::ConsumerGroupHeartbeat(s) = &mut summary {
                     s.topic_names = summary::topic_names(&shared.state(), s);
