@@ -257,7 +257,7 @@ mod tests {
             first,
             (ApiKey::ApiVersions, 0, 7),
             Box::new(answered.clone()),
-            Vec::new(),
+            Digests::new(),
         );
         assert!(!full.unwrap(), "one small answer does not fill the buffer");
         let buffered = outbox.buffer.len();
@@ -271,7 +271,7 @@ mod tests {
             second,
             (ApiKey::Metadata, 1, 8),
             Box::new(ResponseKind::Metadata(unencodable)),
-            Vec::new(),
+            Digests::new(),
         );
         assert!(failed.is_err(), "the Metadata answer encoded at v1");
         assert_eq!(
@@ -315,7 +315,7 @@ mod tests {
             async move {
                 let mut outbox = Outbox::new(writer, &journal);
                 let body = Box::new(ResponseKind::ApiVersions(Default::default()));
-                outbox.write(seq, &answer, Some(body), Vec::new()).await
+                outbox.write(seq, &answer, Some(body), Digests::new()).await
             }
         });
         // The write has begun once the client can read its first bytes; it cannot end before

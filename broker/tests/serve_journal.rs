@@ -103,7 +103,7 @@ fn serve_journal_records_kcat_traffic_as_json_lines() {
             );
         };
         for p in &s.partitions {
-            assert_eq!(p.topic, "orders", "Produce entry {}:\n{all}", e.seq);
+            assert_eq!(&*p.topic, "orders", "Produce entry {}:\n{all}", e.seq);
             assert!(
                 p.base_offset.is_some() && p.error_code == Some(0),
                 "Produce entry {} partition {} answered base_offset {:?} error_code {:?}:\n{all}",

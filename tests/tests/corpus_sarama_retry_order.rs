@@ -139,7 +139,7 @@ fn number_at(log: &[(i64, usize)], offset: i64) -> Result<usize> {
 fn batch(batches: &[ProduceBatch], seq: u64) -> Result<&ProduceBatch> {
     batches
         .iter()
-        .find(|b| b.entry.seq == seq && b.batch.topic == TOPIC)
+        .find(|b| b.entry.seq == seq && *b.batch.topic == *TOPIC)
         .with_context(|| format!("no Produce to {TOPIC} at seq {seq}"))
 }
 

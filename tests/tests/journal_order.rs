@@ -141,10 +141,7 @@ async fn produce_entries_record_the_batch_header_and_the_answer() {
     let batches = journal.produce_batches();
     assert_eq!(batches.len(), 2);
     let (ok, bad) = (&batches[0].batch, &batches[1].batch);
-    assert_eq!(
-        (ok.topic.as_str(), ok.partition, ok.record_count),
-        ("t", 0, 2)
-    );
+    assert_eq!((&*ok.topic, ok.partition, ok.record_count), ("t", 0, 2));
     assert_eq!((ok.base_offset, ok.error_code), (Some(0), Some(0)));
     assert_eq!(
         (ok.producer_id, ok.base_sequence),

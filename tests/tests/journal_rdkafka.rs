@@ -146,7 +146,7 @@ async fn an_idempotent_producer_journal_shows_base_sequences_in_arrival_order() 
     let mut by_partition: BTreeMap<(String, i32), Vec<&ProduceBatch>> = BTreeMap::new();
     for b in &batches {
         by_partition
-            .entry((b.batch.topic.clone(), b.batch.partition))
+            .entry((b.batch.topic.to_string(), b.batch.partition))
             .or_default()
             .push(b);
     }

@@ -99,7 +99,7 @@ async fn rdkafka_produces_consumes_and_commits_in_a_group_through_the_proxy() ->
     let batches: Vec<_> = journal
         .produce_batches()
         .into_iter()
-        .filter(|b| b.batch.topic == topic)
+        .filter(|b| *b.batch.topic == *topic)
         .collect();
     let records: i32 = batches.iter().map(|b| b.batch.record_count).sum();
     ensure!(
@@ -172,7 +172,7 @@ async fn an_answer_lost_after_forwarding_is_retried_and_kafka_keeps_the_batch_on
         .journal()
         .produce_batches()
         .into_iter()
-        .filter(|b| b.batch.topic == topic)
+        .filter(|b| *b.batch.topic == *topic)
         .collect();
     let first = batches
         .first()

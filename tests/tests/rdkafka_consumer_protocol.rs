@@ -82,7 +82,7 @@ fn positions(cluster: &Cluster) -> String {
             if let Some(RequestSummary::Fetch(f)) = &e.request {
                 for fp in f.partitions.iter().filter(|fp| fp.partition == p) {
                     fetched.insert(
-                        e.client_id.clone().unwrap_or_default(),
+                        e.client_id.as_deref().unwrap_or_default().to_owned(),
                         (e.seq, fp.fetch_offset),
                     );
                 }

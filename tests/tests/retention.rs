@@ -88,7 +88,7 @@ fn produce_seq(cluster: &Cluster, topic: &str, base_offset: i64) -> Result<u64> 
         Some(RequestSummary::Produce(p)) => p
             .partitions
             .iter()
-            .any(|p| p.topic == topic && p.base_offset == Some(base_offset)),
+            .any(|p| *p.topic == *topic && p.base_offset == Some(base_offset)),
         _ => false,
     });
     found

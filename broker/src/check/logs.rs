@@ -89,10 +89,7 @@ fn lost_writes(state: &ClusterState, entries: &[Entry]) -> Vec<Violation> {
             continue;
         };
         for b in produce.partitions.iter().filter(|b| {
-            b.error_code == Some(0)
-                && deleted_at
-                    .get(b.topic.as_str())
-                    .is_none_or(|&seq| seq < entry.seq)
+            b.error_code == Some(0) && deleted_at.get(&*b.topic).is_none_or(|&seq| seq < entry.seq)
         }) {
             let Some(offset) = b.base_offset else {
                 continue;
@@ -101,7 +98,7 @@ fn lost_writes(state: &ClusterState, entries: &[Entry]) -> Vec<Violation> {
             // A partition deleted (or re-created shorter) since says nothing about the write.
             let Some(log) = state
                 .topics
-                .get(&b.topic)
+                .get(&*b.topic)
                 .and_then(|t| t.partition(b.partition))
                 .map(|p| &p.log)
             else {

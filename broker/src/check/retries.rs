@@ -94,7 +94,7 @@ fn relation(earlier: &ProducePartition, later: &ProducePartition) -> Relation {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Producer {
     Id(i64),
-    ClientId(Option<String>),
+    ClientId(Option<std::sync::Arc<str>>),
 }
 
 /// A batch of one stream, with its entry.
@@ -160,7 +160,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             };
             let by_id = matches!(producer, Producer::Id(_));
             let stream = streams
-                .entry((producer, batch.topic.as_str(), batch.partition))
+                .entry((producer, &*batch.topic, batch.partition))
                 .or_default();
             let sent = Sent { entry, batch };
             let resent = take_resent(stream, sent, by_id);

@@ -49,7 +49,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             if !stored_or_retry {
                 continue;
             }
-            let slot = (b.producer_id, b.topic.as_str(), b.partition);
+            let slot = (b.producer_id, &*b.topic, b.partition);
             let window = windows.entry(slot).or_insert(Window {
                 epoch: b.producer_epoch,
                 stored: VecDeque::new(),

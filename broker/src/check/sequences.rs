@@ -96,7 +96,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
     // The arrival seq of each producer id's first stored batch: a new producer id is one first
     // stored after a refusal.
     let mut first_stored: HashMap<i64, u64> = HashMap::new();
-    let mut producers: HashMap<(i64, String, i32), Producer<'_>> = HashMap::new();
+    let mut producers: HashMap<(i64, &str, i32), Producer<'_>> = HashMap::new();
     for entry in entries {
         let Some(RequestSummary::Produce(produce)) = &entry.request else {
             continue;
@@ -128,7 +128,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
             let key = format!("producer {} {}-{}", b.producer_id, b.topic, b.partition);
             let (base, count) = (i64::from(b.base_sequence), i64::from(b.record_count.max(0)));
             let end = (base + count).rem_euclid(SEQUENCE_SPACE);
-            let slot = (b.producer_id, b.topic.clone(), b.partition);
+            let slot = (b.producer_id, &*b.topic, b.partition);
             let Some(state) = producers.get_mut(&slot) else {
                 if applied {
                     let sent = vec![(base, count, entry)];

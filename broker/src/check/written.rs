@@ -76,9 +76,7 @@ pub fn check(entries: &[Entry], checks: &Checks) -> Vec<Violation> {
                     let (Some(0), Some(base_offset)) = (b.error_code, b.base_offset) else {
                         continue;
                     };
-                    let written = partitions
-                        .entry((b.topic.as_str(), b.partition))
-                        .or_default();
+                    let written = partitions.entry((&*b.topic, b.partition)).or_default();
                     let new = Written {
                         entry,
                         batch: b,

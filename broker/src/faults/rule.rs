@@ -388,7 +388,7 @@ impl Rule {
             && self
                 .client_id
                 .as_ref()
-                .is_none_or(|c| entry.client_id.as_ref() == Some(c))
+                .is_none_or(|c| entry.client_id.as_deref() == Some(c.as_str()))
             && self
                 .group
                 .as_ref()

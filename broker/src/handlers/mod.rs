@@ -30,6 +30,7 @@ pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
+mod digests;
 pub mod elect_leaders;
 pub mod end_txn;
 pub(crate) mod fault_answers;
@@ -63,6 +64,8 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use crate::codec::{CodecError, Request};
 use crate::shared::Shared;
 use crate::state::ClusterState;
+
+pub use digests::Digests;
 
 /// What a handler may see: the cluster, and which broker the request came to.
 #[derive(Debug, Clone, Copy)]
@@ -110,10 +113,6 @@ impl QuotaMute {
 /// answered. A connection handles one request at a time.
 #[derive(Debug, Default)]
 pub struct ProducedDigests(std::sync::Mutex<Digests>);
-
-/// The record digests of each partition's batch of one Produce request, in request order:
-/// computed, deferred to the journal, or absent.
-pub type Digests = Vec<crate::state::batch::BatchDigests>;
 
 impl ProducedDigests {
     fn set(&self, digests: Digests) {

@@ -21,9 +21,11 @@
 //! [`Entry::operation`] set and no API.
 
 mod admin_summary;
+mod changes;
 mod consumer_summary;
 mod deferred;
 mod hand_over;
+mod names;
 mod pages;
 mod request;
 mod response;
@@ -43,6 +45,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::state::failover::LeaderChange;
+pub(crate) use names::Names;
 pub(crate) use pages::{Cursor, LivePage};
 pub use snapshot::JournalSnapshot;
 pub use store::SUBSCRIBER_BACKLOG;
@@ -78,8 +81,15 @@ pub struct Entry {
     pub conn: u64,
     /// The client's address.
     pub peer: SocketAddr,
-    /// The client id from the request header.
-    pub client_id: Option<String>,
+    /// The client id from the request header: a string shared by the entries of one
+    /// connection's requests (`Arc<str>`, allocated once while the id stays the same), written
+    /// as a JSON string.
+    #[serde(
+        default,
+        serialize_with = "names::write_optional",
+        deserialize_with = "names::read_optional"
+    )]
+    pub client_id: Option<Arc<str>>,
     /// Kafka's API name (`Produce`, `Fetch`, …), or `Unknown(<key>)`; `null` for a frame too
     /// short to carry one. Borrowed for the names kmock knows (shared, not allocated per
     /// entry), owned for an unknown key and when read back from JSON.
@@ -265,7 +275,7 @@ impl Entry {
             Some(RequestSummary::Produce(s)) => s
                 .partitions
                 .iter()
-                .map(|p| (p.topic.as_str(), p.partition))
+                .map(|p| (&*p.topic, p.partition))
                 .collect(),
             Some(RequestSummary::Fetch(s)) => s
                 .partitions
@@ -433,6 +443,28 @@ mod tests {
             Some(RequestSummary::Produce(p)) => &p.partitions[0],
             other => panic!("not a Produce: {other:?}"),
         }
+    }
+
+    /// Lines as kmock writes them (README's examples), with a client id and a topic (shared
+    /// strings in memory) and without a client id.
+    const CURRENT: [&str; 2] = [
+        r#"{"seq":3,"at_us":1023066,"broker":1,"conn":1,"peer":"127.0.0.1:46692","client_id":"rdkafka","api":"Produce","version":7,"correlation_id":3,"request":{"produce":{"transactional_id":null,"acks":-1,"timeout_ms":30000,"partitions":[{"topic":"orders","partition":2,"producer_id":-1,"producer_epoch":-1,"base_sequence":-1,"record_count":2,"first_timestamp":1796112000123,"max_timestamp":1796112000125,"base_offset":0,"error_code":0}]}},"bad_request":null,"response":{"at_us":1023272,"sending_us":1023212,"error_codes":[]},"faults":[]}"#,
+        r#"{"seq":14,"at_us":2093122,"broker":1,"conn":3,"peer":"127.0.0.1:46710","client_id":null,"api":null,"version":null,"correlation_id":null,"request":null,"bad_request":"frame of 3 bytes is too short for a request header (at least 8)","response":null,"faults":[]}"#,
+    ];
+
+    #[test]
+    fn shared_names_are_written_and_read_as_plain_strings() {
+        for line in CURRENT {
+            let entry = read_jsonl(line.as_bytes()).unwrap().remove(0);
+            let mut written = Vec::new();
+            write_line(&mut written, &entry).unwrap();
+            assert_eq!(String::from_utf8(written).unwrap(), format!("{line}\n"));
+        }
+        let entry = read_jsonl(CURRENT[0].as_bytes()).unwrap().remove(0);
+        assert_eq!(
+            (entry.client_id.as_deref(), &*batch(&entry).topic),
+            (Some("rdkafka"), "orders")
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! What the journal records of a request ([`summarize`]): the decoded fields ordering depends
 //! on, each list bounded by [`MAX_SUMMARY_ITEMS`].
 
+use std::sync::Arc;
+
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::offset_commit_request::OffsetCommitRequestPartition;
 use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestPartition;
@@ -8,14 +10,17 @@ use kafka_protocol::messages::{ConsumerProtocolAssignment, RequestKind, TopicNam
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use uuid::Uuid;
 
+use super::names::Names;
 use super::summary::*;
 use crate::state::batch::{self, BatchDigests};
 
 /// Summarizes a decoded request of `version`; `topic_name` resolves topic ids (Produce v13+,
-/// Fetch v13+, Metadata v10+).
+/// Fetch v13+, Metadata v10+); a Produce's topic names are taken from the connection's
+/// `names` (shared with its earlier entries).
 pub(crate) fn summarize(
     request: &RequestKind,
     version: i16,
+    names: &mut Names,
     topic_name: impl Fn(Uuid) -> Option<String>,
 ) -> RequestSummary {
     let name = |name: &str, id: Uuid| match name {
@@ -25,25 +30,23 @@ pub(crate) fn summarize(
     match request {
         RequestKind::Produce(r) => {
             let total: usize = r.topic_data.iter().map(|t| t.partition_data.len()).sum();
-            // Exactly sized, and each topic's name made once and moved into its last
-            // partition (cloned for the others): a Produce names one partition more often
-            // than not.
+            // Exactly sized, and each topic's name shared: the connection's, when it named
+            // the topic before.
             let mut partitions = Vec::with_capacity(total.min(MAX_SUMMARY_ITEMS));
             for t in &r.topic_data {
                 let room = MAX_SUMMARY_ITEMS - partitions.len();
-                let Some(last) = t.partition_data.len().min(room).checked_sub(1) else {
+                let kept = t.partition_data.len().min(room);
+                if kept == 0 {
                     continue;
+                }
+                let topic = match t.name.0.as_str() {
+                    "" => Arc::from(name("", t.topic_id)),
+                    n => names.topic(n),
                 };
-                let mut topic = Some(name(t.name.0.as_str(), t.topic_id));
-                for (i, p) in t.partition_data[..=last].iter().enumerate() {
+                for p in &t.partition_data[..kept] {
                     let header = p.records.as_deref().and_then(batch::header);
-                    let topic = if i == last {
-                        topic.take()
-                    } else {
-                        topic.clone()
-                    };
                     partitions.push(ProducePartition {
-                        topic: topic.expect("taken for the last partition only"),
+                        topic: topic.clone(),
                         partition: p.index,
                         producer_id: header.map_or(-1, |h| h.producer_id),
                         producer_epoch: header.map_or(-1, |h| h.producer_epoch),
@@ -244,7 +247,10 @@ pub(crate) fn summarize(
 
 /// Puts each partition's record digests (in request order, as the Produce handler computed
 /// or deferred them) into a Produce summary; items past the summary's bound are not kept.
-pub(crate) fn add_digests(summary: &mut RequestSummary, digests: Vec<BatchDigests>) {
+pub(crate) fn add_digests(
+    summary: &mut RequestSummary,
+    digests: impl IntoIterator<Item = BatchDigests>,
+) {
     if let RequestSummary::Produce(s) = summary {
         for (p, d) in s.partitions.iter_mut().zip(digests) {
             (p.digests, p.deferred) = match d {

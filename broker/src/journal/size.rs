@@ -47,6 +47,14 @@ impl Heap for String {
     }
 }
 
+/// A shared name (a client id, a topic) counted as if the entry owned it: its string and the
+/// two counters before it.
+impl Heap for std::sync::Arc<str> {
+    fn heap(&self) -> usize {
+        alloc(2 * size_of::<usize>() + self.len())
+    }
+}
+
 /// A borrowed name is shared, only an owned one is the entry's.
 impl Heap for std::borrow::Cow<'static, str> {
     fn heap(&self) -> usize {

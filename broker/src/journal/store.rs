@@ -13,10 +13,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::futures::Notified;
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use super::changes::{Changed, Changes};
 use super::deferred::{has_deferred, resolve};
 use super::hand_over::{HandOver, HandOvers};
 use super::{size, write_line, ClusterOperation, Entry, JournalError, JournalSnapshot};
@@ -54,7 +54,8 @@ pub(crate) struct Journal {
     max_bytes: usize,
     state: Mutex<State>,
     sink: Option<Mutex<Sink>>,
-    appended: Notify,
+    /// Wakes the waits on appends and completions ([`Self::changed`], [`Self::wait_for`]).
+    appended: Changes,
     /// Every entry as it completes, to whoever subscribed ([`Journal::subscribe`]).
     /// Shared, so the channel's slots stay small: it allocates all of them up front.
     completed: broadcast::Sender<Arc<Entry>>,
@@ -115,7 +116,7 @@ impl Journal {
                 ..State::default()
             }),
             sink: sink.map(Mutex::new),
-            appended: Notify::new(),
+            appended: Changes::default(),
             completed: broadcast::channel(SUBSCRIBER_BACKLOG).0,
             hand_overs: HandOvers::default(),
         }
@@ -180,7 +181,7 @@ impl Journal {
         });
         self.evict(&mut state);
         drop(state);
-        self.appended.notify_waiters();
+        self.appended.notify();
         seq
     }
 
@@ -232,7 +233,7 @@ impl Journal {
         self.evict(state);
         drop(guard);
         drop(sink);
-        self.appended.notify_waiters();
+        self.appended.notify();
     }
 
     /// Drops the oldest entries while over either bound, leaving a gap in the completion log
@@ -364,7 +365,7 @@ impl Journal {
         state.resolve_log();
         drop(state);
         drop(sink);
-        self.appended.notify_waiters();
+        self.appended.notify();
     }
 
     /// A copy of every entry in memory.
@@ -378,8 +379,8 @@ impl Journal {
 
     /// Resolves at the next append or completion; enable it (or poll it once) before looking,
     /// so that nothing in between is missed.
-    pub fn changed(&self) -> Notified<'_> {
-        self.appended.notified()
+    pub fn changed(&self) -> Changed<'_> {
+        self.appended.changed()
     }
 
     /// Waits until an entry matching `pred` is in the journal (already there counts); woken
@@ -391,9 +392,8 @@ impl Journal {
     ) -> Result<Entry, JournalError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let appended = self.appended.notified();
-            tokio::pin!(appended);
-            appended.as_mut().enable();
+            let mut appended = self.appended.changed();
+            appended.enable();
             if let Some(found) = self
                 .resolved_state()
                 .entries

@@ -5,6 +5,8 @@
 //! only for every other API. Summaries hold no record
 //! contents: records stay in the partition logs.
 
+use std::sync::Arc;
+
 use kafka_protocol::protocol::StrBytes;
 use serde::{Deserialize, Serialize};
 
@@ -149,8 +151,14 @@ pub struct ProduceSummary {
 /// One partition's batch in a Produce request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducePartition {
-    /// Topic name (the topic id, as text, when a v13+ request names an unknown id).
-    pub topic: String,
+    /// Topic name (the topic id, as text, when a v13+ request names an unknown id): a string
+    /// shared by the entries of one connection's requests naming the topic (`Arc<str>`),
+    /// written as a JSON string.
+    #[serde(
+        serialize_with = "super::names::write_shared",
+        deserialize_with = "super::names::read_shared"
+    )]
+    pub topic: Arc<str>,
     /// Partition index.
     pub partition: i32,
     /// Producer id from the batch header, -1 when not idempotent or unreadable.

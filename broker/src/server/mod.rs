@@ -32,7 +32,7 @@ use crate::connection::{FrameError, FrameReader};
 use crate::faults::Fired;
 use crate::handlers;
 use crate::journal::summary::{self, RequestSummary};
-use crate::journal::{Arrival, Entry};
+use crate::journal::{Arrival, Entry, Names};
 use crate::limits::{Activity, ConnectionCount, Slot, Stamped};
 use crate::listening::Listening;
 use crate::shared::Shared;
@@ -221,6 +221,8 @@ async fn read_requests(
     // when the other branch waits, and the loop's first check stops a client whose frames are
     // always ready.
     let mut cancelled = std::pin::pin!(close.cancelled());
+    // The client id and topics the journal's entries of this connection share.
+    let mut names = Names::default();
     loop {
         if close.is_cancelled() {
             break;
@@ -267,7 +269,7 @@ async fn read_requests(
             Ok(decoded) => {
                 // Summarized before the journal lock is taken: naming a topic by its id reads
                 // the cluster state, and the lock order is state, then journal.
-                let recorded = journaled.then(|| record_request(&decoded, shared));
+                let recorded = journaled.then(|| record_request(&decoded, shared, &mut names));
                 (Some(decoded), recorded, None)
             }
             Err(e) if proxy && peek.is_some() => {
@@ -366,7 +368,7 @@ struct Recorded {
     api: &'static str,
     version: i16,
     correlation_id: i32,
-    client_id: Option<String>,
+    client_id: Option<Arc<str>>,
     request: RequestSummary,
 }
 
@@ -381,7 +383,7 @@ impl Recorded {
 }
 
 /// Summarizes a decoded request for its journal entry (topic ids named from the state).
-fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
+fn record_request(decoded: &Decoded, shared: &Shared, names: &mut Names) -> Recorded {
     match decoded {
         Decoded::Request(request) => Recorded {
             api: codec::api_name(request.api_key),
@@ -391,9 +393,9 @@ fn record_request(decoded: &Decoded, shared: &Shared) -> Recorded {
                 .header
                 .client_id
                 .as_ref()
-                .map(|c| c.as_str().to_owned()),
+                .map(|c| names.client_id(c.as_str())),
             request: {
-                let mut summary = summary::summarize(&request.body, request.version, |id| {
+                let mut summary = summary::summarize(&request.body, request.version, names, |id| {
                     shared.state().topic_by_id(id).map(|t| t.name.clone())
                 });
                 // The answer names topics by id only: their names are taken now.

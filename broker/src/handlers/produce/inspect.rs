@@ -88,7 +88,7 @@ pub(super) fn journal_digests(
     request: &ProduceRequest,
     inspected: &[Vec<Option<batch::Inspected>>],
     computed: Vec<Option<Vec<batch::RecordDigest>>>,
-) -> Vec<batch::BatchDigests> {
+) -> crate::handlers::Digests {
     let batches = request.topic_data.iter().flat_map(|t| &t.partition_data);
     batches
         .zip(inspected.iter().flatten())

@@ -156,7 +156,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: ProduceRequest, version: i16) -> Ans
     let mut for_journal = if recording {
         journal_digests(&request, &inspected, digests)
     } else {
-        Vec::new()
+        super::Digests::new()
     };
     let mut position = 0;
     let mut state = ctx.shared.state();
