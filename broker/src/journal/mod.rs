@@ -84,11 +84,7 @@ pub struct Entry {
     /// The client id from the request header: a string shared by the entries of one
     /// connection's requests (`Arc<str>`, allocated once while the id stays the same), written
     /// as a JSON string.
-    #[serde(
-        default,
-        serialize_with = "names::write_optional",
-        deserialize_with = "names::read_optional"
-    )]
+    #[serde(default)]
     pub client_id: Option<Arc<str>>,
     /// Kafka's API name (`Produce`, `Fetch`, …), or `Unknown(<key>)`; `null` for a frame too
     /// short to carry one. Borrowed for the names kmock knows (shared, not allocated per

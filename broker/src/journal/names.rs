@@ -1,10 +1,8 @@
 //! Names a connection's requests repeat ([`Names`]): the client id and the topics, kept as
 //! shared strings (`Arc<str>`) so that each journal entry takes a reference instead of a
-//! string of its own, and serde helpers that write and read them as plain JSON strings.
+//! string of its own. serde (its `rc` feature) writes and reads them as plain JSON strings.
 
 use std::sync::Arc;
-
-use serde::{Deserialize, Deserializer, Serializer};
 
 /// Topic names a connection keeps at most; past it the oldest gives way. A producer's
 /// connection to a broker names the topics it leads there, often one; a few more cost a short
@@ -45,34 +43,6 @@ impl Names {
         self.topics.push(shared.clone());
         shared
     }
-}
-
-/// Writes a shared string as a JSON string (as a `String` is written).
-pub(crate) fn write_shared<S: Serializer>(s: &Arc<str>, out: S) -> Result<S::Ok, S::Error> {
-    out.serialize_str(s)
-}
-
-/// Reads a JSON string into a shared string.
-pub(crate) fn read_shared<'de, D: Deserializer<'de>>(input: D) -> Result<Arc<str>, D::Error> {
-    String::deserialize(input).map(Arc::from)
-}
-
-/// Writes an optional shared string as a JSON string or `null` (as an `Option<String>` is).
-pub(crate) fn write_optional<S: Serializer>(
-    s: &Option<Arc<str>>,
-    out: S,
-) -> Result<S::Ok, S::Error> {
-    match s {
-        Some(s) => out.serialize_some(&**s),
-        None => out.serialize_none(),
-    }
-}
-
-/// Reads a JSON string or `null` into an optional shared string.
-pub(crate) fn read_optional<'de, D: Deserializer<'de>>(
-    input: D,
-) -> Result<Option<Arc<str>>, D::Error> {
-    Option::<String>::deserialize(input).map(|s| s.map(Arc::from))
 }
 
 #[cfg(test)]

@@ -154,10 +154,6 @@ pub struct ProducePartition {
     /// Topic name (the topic id, as text, when a v13+ request names an unknown id): a string
     /// shared by the entries of one connection's requests naming the topic (`Arc<str>`),
     /// written as a JSON string.
-    #[serde(
-        serialize_with = "super::names::write_shared",
-        deserialize_with = "super::names::read_shared"
-    )]
     pub topic: Arc<str>,
     /// Partition index.
     pub partition: i32,
