@@ -181,6 +181,40 @@ mod tests {
         assert_eq!(rx.recv().await, None);
     }
 
+    /// Sender and receiver joined in one task, the sender first (as a connection's reader and
+    /// processor): every item goes through a queue smaller than the load, the receiver not
+    /// woken by the sends and the sender woken when the receiver frees room.
+    #[tokio::test]
+    async fn a_sender_and_receiver_of_one_task_pass_every_item_through_a_full_queue() {
+        let q = queue::<u32>(2);
+        let mut rx = q.receiver();
+        let tx = q.sender();
+        let sending = async move {
+            for i in 0..100 {
+                tx.send(i).await;
+                if i % 7 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        };
+        let receiving = async {
+            let mut got = Vec::new();
+            while let Some(item) = rx.recv().await {
+                got.push(item);
+                if item % 5 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            got
+        };
+        let ((), got) = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            tokio::join!(biased; sending, receiving)
+        })
+        .await
+        .expect("stalled");
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+    }
+
     /// A receiver in another task is woken by a send, and by the sender's drop.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_receiver_in_another_task_is_woken() {
