@@ -8,7 +8,6 @@ use std::task::Poll;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 use tokio::io::AsyncWrite;
-use tokio::sync::mpsc;
 
 use super::{Arrived, ConnCtx};
 use crate::codec::{self, CodecError, Decoded};
@@ -21,7 +20,7 @@ use crate::outbox::{add_digests, Outbox};
 /// answer to the outbox before taking the next.
 pub(super) async fn answer_requests(
     conn: &ConnCtx<'_>,
-    rx: &mut mpsc::Receiver<Box<Arrived>>,
+    rx: &mut super::queue::Receiver<'_, Box<Arrived>>,
     writer: impl AsyncWrite + Unpin,
 ) {
     let ConnCtx {
@@ -81,12 +80,12 @@ pub(super) async fn answer_requests(
         }
         // Answers are sent when no further request is queued, and before anything waits.
         let next = match rx.try_recv() {
-            Ok(next) => Some(next),
-            Err(_) if outbox.has_unsent() => None,
+            Some(next) => Some(next),
+            None if outbox.has_unsent() => None,
             // The queue is empty: wait for the next request. No wait on `close` here: the
             // reader ends when the connection closes (every wait of its selects on it), which
             // drops its sender and ends this `recv` once the queue is drained.
-            Err(_) => match rx.recv().await {
+            None => match rx.recv().await {
                 // Closed meanwhile: not handled, completed unanswered as the connection's task
                 // completes the requests still queued.
                 Some(next) if close.is_cancelled() => {

@@ -15,6 +15,7 @@
 
 mod fake;
 mod proxied;
+mod queue;
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -133,9 +134,9 @@ pub(crate) async fn run_connection(
     let conn = shared.next_connection_id();
     let span = tracing::debug_span!("conn", broker = node_id, conn, %peer);
     tracing::debug!(parent: &span, "connection opened");
-    // Boxed: the channel allocates its slots in blocks of 32 up front, which every idle
-    // connection would hold at the size of a request.
-    let (tx, mut rx) = mpsc::channel::<Box<Arrived>>(READ_AHEAD);
+    // Boxed: a queued request is moved in and out of the queue by its pointer.
+    let requests = queue::queue::<Box<Arrived>>(READ_AHEAD);
+    let (tx, mut rx) = (requests.sender(), requests.receiver());
     let read_ahead = Semaphore::new(READ_AHEAD_BYTES);
     let arrival = Arrival {
         broker: node_id,
@@ -181,10 +182,11 @@ pub(crate) async fn run_connection(
 
     // Biased: the reader first, so that a request it queues is taken by the processor in the
     // same poll of the connection's task, not after a wake-up of its own half the time (the
-    // unbiased join rotates which future it polls first).
+    // unbiased join rotates which future it polls first). The queue relies on this order: it
+    // does not wake a processor of the same task when the reader queues a request.
     tokio::join!(biased; reader, processor, idle);
     // Requests read but never handled: complete their entries, unanswered.
-    while let Ok(queued) = rx.try_recv() {
+    while let Some(queued) = rx.try_recv() {
         journal.finish(queued.seq, |e| e.closed = Some(NOT_HANDLED.to_owned()));
     }
     tracing::debug!(parent: &span, "connection closed");
@@ -198,7 +200,7 @@ async fn read_requests(
     ctx: &ConnCtx<'_>,
     read_half: impl AsyncRead + Unpin,
     arrival: &Arrival,
-    tx: mpsc::Sender<Box<Arrived>>,
+    tx: queue::Sender<'_, Box<Arrived>>,
 ) {
     let ConnCtx {
         shared,
@@ -340,7 +342,7 @@ async fn read_requests(
                     permit.forget();
                     tokio::select! {
                         biased;
-                        sent = tx.send(arrived) => sent.is_ok(),
+                        () = tx.send(arrived) => true,
                         () = cancelled.as_mut() => false,
                     }
                 }

@@ -61,7 +61,7 @@ enum Expected {
 pub(crate) async fn forward(
     ctx: &ConnCtx<'_>,
     upstream: &Upstream,
-    rx: &mut mpsc::Receiver<Box<Arrived>>,
+    rx: &mut super::queue::Receiver<'_, Box<Arrived>>,
     writer: impl AsyncWrite + Unpin,
 ) {
     let ConnCtx {
@@ -111,7 +111,7 @@ pub(crate) async fn forward(
 async fn send(
     ctx: &ConnCtx<'_>,
     upstream: &Upstream,
-    rx: &mut mpsc::Receiver<Box<Arrived>>,
+    rx: &mut super::queue::Receiver<'_, Box<Arrived>>,
     mut up_write: impl AsyncWrite + Unpin,
     pending_tx: mpsc::Sender<Pending>,
 ) {
