@@ -16,10 +16,10 @@ use tokio::sync::Notify;
 #[derive(Debug, Default)]
 pub(crate) struct Changes {
     notify: Notify,
-    /// Waits in progress ([`Changed`] alive). No wake-up is lost, and the journal's lock is
-    /// what guarantees it (as for `hand_over::HandOvers::readers`): a wait counts itself
-    /// before it locks the journal to look, and a change is made under that lock and read the
-    /// count after it. If the change locked the journal after the wait did, the wait's count
+    /// Waits in progress ([`Changed`] alive). No wake-up is lost, and the lock the changes are
+    /// made under (the journal's; for hand-overs, their tickets') is what guarantees it: a wait
+    /// counts itself before it locks to look, and a change is made under that lock and reads
+    /// the count after it. If the change locked the journal after the wait did, the wait's count
     /// happened before the change reads it, which reads at least 1 and wakes it; if before,
     /// the wait sees the change when it looks.
     waiting: AtomicUsize,

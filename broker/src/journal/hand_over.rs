@@ -12,12 +12,12 @@
 //! takes one uncontended lock to begin and one to end, and nothing more.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use super::changes::Changes;
 
 /// Longest a hand-over is waited for, from its beginning: a write that takes longer is one the
 /// client has not read whole (it is not reading), so its entry may well say unanswered.
@@ -28,33 +28,11 @@ pub(crate) const SETTLE_AT_MOST: Duration = Duration::from_millis(500);
 #[derive(Debug, Default)]
 pub(crate) struct HandOvers {
     state: Mutex<Tickets>,
-    ended: Notify,
-    /// Readers in [`HandOvers::settled`]; a hand-over that ends notifies `ended` only when this
-    /// is not 0. No wake-up is lost, and the tickets mutex is what guarantees it (not the
-    /// atomic's ordering, `SeqCst` though it is): a reader counts itself and enables its wait on
-    /// `ended` before it locks the tickets to read the hand-overs in progress; a hand-over
-    /// removes itself under that lock, then reads the count. If the reader locked the tickets
-    /// first, the hand-over's lock acquired what the reader's released, so its count and its
-    /// enabled wait happen before the hand-over reads the count: it reads at least 1 and
-    /// notifies. A hand-over that reads 0 therefore released its lock before the reader
-    /// locked the tickets, and the reader, not finding it in progress, does not wait for it.
-    readers: AtomicUsize,
-}
-
-/// A reader counted in [`HandOvers::readers`] while it lives (also when its wait is dropped).
-struct Reader<'a>(&'a AtomicUsize);
-
-impl<'a> Reader<'a> {
-    fn count(readers: &'a AtomicUsize) -> Self {
-        readers.fetch_add(1, Ordering::SeqCst);
-        Self(readers)
-    }
-}
-
-impl Drop for Reader<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+    /// Wakes readers in [`HandOvers::settled`] when a hand-over ends, only when one waits. No
+    /// wake-up is lost, and the tickets mutex is what guarantees it ([`Changes`]' argument): a
+    /// reader counts its wait before it locks the tickets to read the hand-overs in progress;
+    /// a hand-over removes itself under that lock, then notifies.
+    ended: Changes,
 }
 
 #[derive(Debug, Default)]
@@ -94,12 +72,10 @@ impl HandOvers {
     /// Waits until every hand-over begun before the call has ended or is [`SETTLE_AT_MOST`]
     /// old: a reader waits at most that long, and not at all for a write long stalled.
     pub async fn settled(&self) {
-        let _reader = Reader::count(&self.readers);
         let horizon = self.tickets().next;
         loop {
-            let ended = self.ended.notified();
-            tokio::pin!(ended);
-            ended.as_mut().enable();
+            let mut ended = self.ended.changed();
+            ended.enable();
             // The oldest hand-over begun before the call that is still young enough to wait for.
             let waited = self
                 .tickets()
@@ -122,7 +98,7 @@ impl Drop for HandOver<'_> {
     fn drop(&mut self) {
         // Removed under the tickets lock, released before the count is read: a reader that
         // found this hand-over in progress counted itself before it took that lock, so the
-        // count read here includes it (the lock orders the two, see `HandOvers::readers`).
+        // count read here includes it (the lock orders the two, see `HandOvers::ended`).
         {
             let mut tickets = self.hand_overs.tickets();
             if let Some(at) = tickets
@@ -133,9 +109,7 @@ impl Drop for HandOver<'_> {
                 tickets.in_progress.remove(at);
             }
         }
-        if self.hand_overs.readers.load(Ordering::SeqCst) > 0 {
-            self.hand_overs.ended.notify_waiters();
-        }
+        self.hand_overs.ended.notify();
     }
 }
 
